@@ -1,0 +1,1 @@
+#include "recorder/trace_sink.h"

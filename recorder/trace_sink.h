@@ -1,0 +1,71 @@
+// Where recorders and importers put what they capture. TraceWriter (trace_writer.h) writes a .mrt
+// file; CollectingSink keeps everything in memory (tests, small tools).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "proto/event.h"
+#include "proto/trace.pb.h"
+
+namespace memreplay {
+
+struct FrameText {
+  std::string filename;
+  uint32_t line = 0;
+  std::string name;
+  friend bool operator==(const FrameText&, const FrameText&) = default;
+  friend auto operator<=>(const FrameText&, const FrameText&) = default;
+};
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  // Called once, before anything else.
+  virtual void begin(const proto::TraceHeader& header) = 0;
+  // Stack id (>= 1) for these frames, innermost first; equal stacks get equal ids.
+  virtual uint32_t intern_stack(std::span<const FrameText> frames) = 0;
+  // Events in trace order. For an annotation event, use append_annotation instead.
+  virtual void append(const Event& event) = 0;
+  virtual void append_annotation(const Event& event, const KeyValues& metadata) = 0;
+  // Makes the output whole. A sink that is destroyed without finish() must not leave output
+  // that looks complete (TraceWriter removes its temporary file).
+  virtual void finish() = 0;
+};
+
+// Keeps the trace in memory, with stacks resolved back to text.
+class CollectingSink final : public TraceSink {
+ public:
+  void begin(const proto::TraceHeader& h) override { header = h; }
+  uint32_t intern_stack(std::span<const FrameText> frames) override {
+    std::vector<FrameText> key(frames.begin(), frames.end());
+    auto [it, inserted] = stack_ids_.try_emplace(key, static_cast<uint32_t>(stacks.size() + 1));
+    if (inserted) stacks.push_back(std::move(key));
+    return it->second;
+  }
+  void append(const Event& e) override { events.push_back(e); }
+  void append_annotation(const Event& e, const KeyValues& kv) override {
+    events.push_back(e);
+    annotations.push_back(kv);
+  }
+  void finish() override { finished = true; }
+
+  proto::TraceHeader header;
+  std::vector<Event> events;
+  std::vector<std::vector<FrameText>> stacks;  // stack id k is stacks[k - 1]
+  std::vector<KeyValues> annotations;          // in order of annotation events
+  bool finished = false;
+
+ private:
+  std::map<std::vector<FrameText>, uint32_t> stack_ids_;
+};
+
+}  // namespace memreplay

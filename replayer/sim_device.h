@@ -1,0 +1,61 @@
+// SimDevice: a GPU without a GPU. Deterministic, CPU only, with a capacity and a model of the
+// driver's address assignment.
+//
+// Address model (from the segment addresses in real H200 traces): cudaMalloc hands out 2 MiB-aligned
+// ranges, mostly from the top of a large window downwards, reusing freed ranges. We model it as a
+// top-down first fit over a 2 MiB-granular free-range map: the highest free range that fits, aligned
+// down. VMM reservations (cuMemAddressReserve) come from a separate, higher window bump-allocated
+// upwards, as the driver keeps them apart from cudaMalloc's heap. Only the relative order of
+// addresses matters to the policies (best fit breaks ties by the lower address).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "policies/device.h"
+
+namespace memreplay {
+
+inline constexpr uint64_t kH200TotalMemory = 150'109'880'320ull;
+
+class SimDevice final : public Device {
+ public:
+  struct Options {
+    uint64_t total_memory = kH200TotalMemory;
+    std::optional<uint64_t> capacity;  // per-process cap; a malloc/map over it fails
+    uint64_t granularity = 2ull << 20;
+  };
+  explicit SimDevice(Options options);
+
+  std::optional<uint64_t> malloc(uint64_t bytes) override;
+  void free(uint64_t address) override;
+  std::optional<uint64_t> reserve_address(uint64_t bytes) override;
+  void release_address(uint64_t address, uint64_t bytes) override;
+  bool map(uint64_t address, uint64_t bytes) override;
+  void unmap(uint64_t address, uint64_t bytes) override;
+
+  uint64_t granularity() const override { return options_.granularity; }
+  uint64_t total_memory() const override { return options_.total_memory; }
+  std::optional<uint64_t> capacity() const override { return options_.capacity; }
+  uint64_t free_memory() const override;
+  const DeviceCounters& counters() const override { return counters_; }
+
+ private:
+  bool has_room_for(uint64_t bytes) const;
+  void add_reserved(uint64_t bytes);
+
+  Options options_;
+  DeviceCounters counters_;
+  // cudaMalloc heap: free ranges start -> end, and live allocations start -> size.
+  std::map<uint64_t, uint64_t> heap_free_;
+  struct LiveRange {
+    uint64_t span;   // VA taken, rounded to the granularity
+    uint64_t bytes;  // bytes asked for, counted as reserved
+  };
+  std::unordered_map<uint64_t, LiveRange> heap_live_;
+  uint64_t next_reservation_;
+};
+
+}  // namespace memreplay
