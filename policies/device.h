@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace memreplay {
 
@@ -19,8 +21,33 @@ struct DeviceCounters {
   uint64_t map_calls = 0;       // successful map() calls (each may map several pages)
   uint64_t unmap_calls = 0;     // unmap() calls
   uint64_t failed_calls = 0;    // malloc()/map() that failed for lack of memory
-  uint64_t reserved_bytes = 0;  // physical bytes held now: cudaMalloc'd + mapped
+  uint64_t reserved_bytes = 0;  // physical bytes held now: cudaMalloc'd + mapped + pool reserved
   uint64_t reserved_peak = 0;
+  // Stream-ordered pool (cudaMemPool_t), when a policy uses one.
+  uint64_t pool_malloc_calls = 0;    // successful cudaMallocFromPoolAsync
+  uint64_t pool_free_calls = 0;      // cudaFreeAsync
+  uint64_t pool_grow_calls = 0;      // pool allocations that grew the pool's reserved memory
+  uint64_t pool_trim_calls = 0;      // cudaMemPoolTrimTo
+  uint64_t pool_reserved_bytes = 0;  // ReservedMemCurrent (also part of reserved_bytes)
+  uint64_t pool_reserved_peak = 0;   // ReservedMemHigh
+  uint64_t pool_used_bytes = 0;      // UsedMemCurrent: bytes asked for by live pool allocations
+  uint64_t pool_used_peak = 0;       // UsedMemHigh
+  // Wall time spent inside driver calls, in ns (0 on the simulator, which has no driver).
+  uint64_t device_call_ns = 0;
+};
+
+// Attributes of a stream-ordered memory pool, as cudaMemPoolSetAttribute names them. The defaults
+// are what PyTorch's backend:cudaMallocAsync sets (the driver's own release threshold is 0).
+struct PoolConfig {
+  // Reserved bytes the pool keeps when the device synchronizes; above it, free memory goes back.
+  uint64_t release_threshold = UINT64_MAX;
+  // Reuse memory freed on another stream once a stream-order dependency (event wait) exists.
+  bool reuse_follow_event_dependencies = true;
+  // Reuse memory whose free has already completed, without any dependency.
+  bool reuse_allow_opportunistic = true;
+  // Let the driver insert a dependency on the freeing stream to reuse its memory.
+  bool reuse_allow_internal_dependencies = true;
+  friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
 };
 
 class Device {
@@ -51,6 +78,36 @@ class Device {
   virtual uint64_t free_memory() const = 0;
 
   virtual const DeviceCounters& counters() const = 0;
+
+  // Stream-ordered allocation from the device's one memory pool (cudaMemPoolCreate +
+  // cudaMallocFromPoolAsync), optional: a device without pools keeps these defaults, and
+  // configure_pool() returning false tells the policy that needs one to refuse to start.
+  // configure_pool creates the pool (or sets the attributes of the existing one).
+  virtual bool configure_pool(const PoolConfig& config) {
+    (void)config;
+    return false;
+  }
+  // cudaMallocFromPoolAsync of `bytes` on `stream`: nullopt when the pool cannot grow (OOM).
+  virtual std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) {
+    (void)bytes, (void)stream;
+    return std::nullopt;
+  }
+  // cudaFreeAsync on `stream` of an address pool_malloc_async returned.
+  virtual void pool_free_async(uint64_t address, StreamId stream) { (void)address, (void)stream; }
+  // Synchronize the device, then cudaMemPoolTrimTo(pool, keep_bytes).
+  virtual void pool_trim(uint64_t keep_bytes) { (void)keep_bytes; }
+  // cudaDeviceSynchronize: every stream-ordered free has completed afterwards, and the pool
+  // returns memory above its release threshold.
+  virtual void synchronize() {}
+  // cudaEventRecord (is_wait false) or cudaStreamWaitEvent (true) of the trace's event `event_id`
+  // on `stream`: the stream-order edges a pool follows to reuse memory across streams.
+  virtual void stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+    (void)stream, (void)event_id, (void)is_wait;
+  }
+
+  // The physically backed address ranges [start, end), sorted: cudaMalloc'd ranges and mapped
+  // pages. The engine uses them to measure free-space fragmentation; empty if unknown.
+  virtual std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const { return {}; }
 };
 
 }  // namespace memreplay

@@ -7,7 +7,8 @@ constexpr std::array<std::string_view, kEventKindCount> kNames = {
     "",              "alloc",          "free_requested", "free_completed", "segment_alloc",
     "segment_free",  "segment_map",    "segment_unmap",  "snapshot",       "oom",
     "empty_cache",   "annotation",     "stream_create",  "stream_destroy", "event_record",
-    "stream_wait_event", "synchronize",
+    "stream_wait_event", "synchronize", "address_reserve", "address_free", "physical_alloc",
+    "physical_free",
 };
 
 }  // namespace

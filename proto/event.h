@@ -27,8 +27,15 @@ enum class EventKind : uint8_t {
   event_record = 14,    // aux = CUDA event handle, stream = where it was recorded
   stream_wait_event = 15,  // stream waits for the event in aux
   synchronize = 16,     // stream, event or device synchronize (stream 0 + aux 0 = device)
+  // Driver virtual memory management as the CUDA interposer sees it (cuMemAddressReserve,
+  // cuMemCreate, ...): address ranges and physical allocations are separate resources there.
+  // segment_map/segment_unmap are cuMemMap/cuMemUnmap (aux = the physical handle for a map).
+  address_reserve = 17,  // virtual address range reserved; address, size = bytes
+  address_free = 18,     // virtual address range released; address, size
+  physical_alloc = 19,   // physical memory created; size = bytes, aux = allocation handle
+  physical_free = 20,    // physical memory released; aux = allocation handle, size when known
 };
-inline constexpr int kEventKindCount = 17;  // one past the largest value
+inline constexpr int kEventKindCount = 21;  // one past the largest value
 
 // Bit flags on an event.
 enum EventFlag : uint32_t {

@@ -12,19 +12,10 @@
 #include <vector>
 
 #include "proto/event.h"
+#include "proto/frame_text.h"
 #include "proto/trace.pb.h"
 
 namespace memreplay {
-
-struct FrameText {
-  std::string filename;
-  uint32_t line = 0;
-  std::string name;
-  friend bool operator==(const FrameText&, const FrameText&) = default;
-  friend auto operator<=>(const FrameText&, const FrameText&) = default;
-};
-
-using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
 class TraceSink {
  public:

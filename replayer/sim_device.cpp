@@ -1,6 +1,8 @@
 #include "replayer/sim_device.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <cstdlib>
 
 namespace memreplay {
 namespace {
@@ -9,12 +11,14 @@ namespace {
 constexpr uint64_t kHeapBase = 0x7e00'0000'0000ull;
 constexpr uint64_t kHeapBytes = 1ull << 40;  // 1 TiB of VA for cudaMalloc
 constexpr uint64_t kReservationBase = kHeapBase + kHeapBytes;
+constexpr uint64_t kPoolBase = kHeapBase - kHeapBytes;  // the stream-ordered pool's chunks
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
 }  // namespace
 
-SimDevice::SimDevice(Options options) : options_(options), next_reservation_(kReservationBase) {
+SimDevice::SimDevice(Options options)
+    : options_(options), next_reservation_(kReservationBase), pool_(kPoolBase) {
   heap_free_[kHeapBase] = kHeapBase + kHeapBytes;
 }
 
@@ -95,19 +99,106 @@ std::optional<uint64_t> SimDevice::reserve_address(uint64_t bytes) {
 
 void SimDevice::release_address(uint64_t, uint64_t) { ++counters_.release_calls; }
 
-bool SimDevice::map(uint64_t, uint64_t bytes) {
+bool SimDevice::map(uint64_t address, uint64_t bytes) {
   if (!has_room_for(bytes)) {
     ++counters_.failed_calls;
     return false;
   }
   ++counters_.map_calls;
   add_reserved(bytes);
+  uint64_t start = address;
+  uint64_t end = address + bytes;
+  auto next = mapped_.lower_bound(start);
+  if (next != mapped_.end() && next->first == end) {
+    end = next->second;
+    next = mapped_.erase(next);
+  }
+  if (next != mapped_.begin() && std::prev(next)->second == start) {
+    start = std::prev(next)->first;
+    mapped_.erase(std::prev(next));
+  }
+  mapped_[start] = end;
   return true;
 }
 
-void SimDevice::unmap(uint64_t, uint64_t bytes) {
+void SimDevice::unmap(uint64_t address, uint64_t bytes) {
   ++counters_.unmap_calls;
   counters_.reserved_bytes -= bytes;
+  // Cut [address, address+bytes) out of the mapped range that holds it.
+  auto it = mapped_.upper_bound(address);
+  if (it == mapped_.begin()) return;
+  --it;
+  const uint64_t start = it->first;
+  const uint64_t end = it->second;
+  if (address + bytes > end) return;
+  mapped_.erase(it);
+  if (start < address) mapped_[start] = address;
+  if (address + bytes < end) mapped_[address + bytes] = end;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> SimDevice::backed_ranges() const {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  ranges.reserve(heap_live_.size() + mapped_.size());
+  for (const auto& [address, live] : heap_live_) ranges.emplace_back(address, address + live.bytes);
+  for (const auto& [start, end] : mapped_) ranges.emplace_back(start, end);
+  for (const auto& chunk : pool_.chunk_ranges()) ranges.push_back(chunk);
+  std::sort(ranges.begin(), ranges.end());
+  return ranges;
+}
+
+static const uint64_t kSmallLimit = std::getenv("POOL_SMALL_LIMIT") ? std::strtoull(std::getenv("POOL_SMALL_LIMIT"), nullptr, 10) : 0;
+bool SimDevice::configure_pool(const PoolConfig& config) {
+  pool_.configure(config);
+  small_pool_.configure(config);
+  return true;
+}
+
+std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId stream) {
+  const bool small = bytes < kSmallLimit;
+  const auto address = (small ? small_pool_ : pool_).allocate(bytes, stream, free_memory());
+  if (address && small) small_live_[*address] = true;
+  if (!address) {
+    ++counters_.failed_calls;
+    return std::nullopt;
+  }
+  ++counters_.pool_malloc_calls;
+  update_pool_counters();
+  return address;
+}
+
+void SimDevice::pool_free_async(uint64_t address, StreamId stream) {
+  if (small_live_.erase(address)) small_pool_.free(address, stream); else
+  pool_.free(address, stream);
+  ++counters_.pool_free_calls;
+  update_pool_counters();
+}
+
+void SimDevice::pool_trim(uint64_t keep_bytes) {
+  pool_.trim(keep_bytes);
+  ++counters_.pool_trim_calls;
+  update_pool_counters();
+}
+
+void SimDevice::synchronize() {
+  pool_.synchronize();
+  update_pool_counters();
+}
+
+void SimDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+  pool_.stream_event(stream, event_id, is_wait);
+}
+
+void SimDevice::update_pool_counters() {
+  const uint64_t reserved = pool_.reserved_bytes() + small_pool_.reserved_bytes();
+  if (reserved >= counters_.pool_reserved_bytes)
+    add_reserved(reserved - counters_.pool_reserved_bytes);
+  else
+    counters_.reserved_bytes -= counters_.pool_reserved_bytes - reserved;
+  counters_.pool_reserved_bytes = reserved;
+  counters_.pool_reserved_peak = std::max(counters_.pool_reserved_peak, reserved);
+  counters_.pool_used_bytes = pool_.used_bytes() + small_pool_.used_bytes();
+  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
+  counters_.pool_grow_calls = pool_.grow_count();
 }
 
 }  // namespace memreplay

@@ -7,6 +7,9 @@
 // down. VMM reservations (cuMemAddressReserve) come from a separate, higher window bump-allocated
 // upwards, as the driver keeps them apart from cudaMalloc's heap. Only the relative order of
 // addresses matters to the policies (best fit breaks ties by the lower address).
+//
+// The stream-ordered pool (cudaMallocFromPoolAsync) is SimAsyncPool's model, in a third window
+// below the heap; its reserved memory counts towards reserved_bytes and the capacity.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <unordered_map>
 
 #include "policies/device.h"
+#include "replayer/sim_async_pool.h"
 
 namespace memreplay {
 
@@ -41,10 +45,19 @@ class SimDevice final : public Device {
   std::optional<uint64_t> capacity() const override { return options_.capacity; }
   uint64_t free_memory() const override;
   const DeviceCounters& counters() const override { return counters_; }
+  std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const override;
+
+  bool configure_pool(const PoolConfig& config) override;
+  std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) override;
+  void pool_free_async(uint64_t address, StreamId stream) override;
+  void pool_trim(uint64_t keep_bytes) override;
+  void synchronize() override;
+  void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
 
  private:
   bool has_room_for(uint64_t bytes) const;
   void add_reserved(uint64_t bytes);
+  void update_pool_counters();  // after every pool operation
 
   Options options_;
   DeviceCounters counters_;
@@ -55,7 +68,12 @@ class SimDevice final : public Device {
     uint64_t bytes;  // bytes asked for, counted as reserved
   };
   std::unordered_map<uint64_t, LiveRange> heap_live_;
+  // Mapped pages of VMM reservations: start -> end, adjacent ranges merged.
+  std::map<uint64_t, uint64_t> mapped_;
   uint64_t next_reservation_;
+  SimAsyncPool pool_;
+  SimAsyncPool small_pool_{0x7c00'0000'0000ull};
+  std::unordered_map<uint64_t, bool> small_live_;
 };
 
 }  // namespace memreplay

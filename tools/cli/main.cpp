@@ -1,2 +1,38 @@
+// memreplay: record GPU memory-allocation traces and replay them against allocator policies.
 #include <iostream>
-int main() { std::cout << "memreplay\n"; }
+
+#include "proto/input_error.h"
+#include "tools/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "memreplay: replay GPU memory-allocation traces against allocator policies, offline.\n"
+      "  memreplay import snapshot.pickle -o run.mrt     # PyTorch snapshot or RMM log -> trace\n"
+      "  memreplay info run.mrt                          # what the trace holds\n"
+      "  memreplay replay run.mrt --policy pytorch:expandable_segments:True\n"
+      "  memreplay compare run.mrt --policy pytorch --policy pytorch:max_split_size_mb:64\n"
+      "  memreplay fit run.mrt --policy pytorch          # smallest GPU it fits on",
+      "memreplay"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memreplay 0.1.0");
+  memreplay::cli::add_import_command(app);
+  memreplay::cli::add_info_command(app);
+  memreplay::cli::add_validate_command(app);
+  memreplay::cli::add_replay_command(app);
+  memreplay::cli::add_compare_command(app);
+  memreplay::cli::add_fit_command(app);
+  memreplay::cli::add_policies_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  } catch (const memreplay::InputError& e) {
+    std::cerr << "memreplay: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "memreplay: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return memreplay::cli::command_exit_status;
+}

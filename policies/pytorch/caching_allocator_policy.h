@@ -1,0 +1,106 @@
+// pytorch: a faithful model of PyTorch 2.11's native CUDA caching allocator
+// (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator), one device, default pools.
+//
+// allocate(n, stream):
+//   s = round_size(n); pool = small (s <= 1 MiB) or large; alloc = segment_size(s)
+//   1. get_free_block: best fit (stream, s) in the pool; oversize rules with max_split_size (MSS):
+//      s < MSS never takes a block >= MSS; s >= MSS only takes a block < s + max_non_split_rounding
+//   2. else: GC (if a limit is set and garbage_collection_threshold > 0), then the first that works:
+//      alloc_block                         new segment (cudaMalloc(alloc), or expandable pages)
+//      release_available_cached_blocks     (MSS set) free oversize segments of this stream+pool,
+//        && alloc_block                    then try again
+//      release_cached_blocks               free every whole free segment, unmap free pages,
+//        && alloc_block(retry)             then a last try (num_alloc_retries += 1)
+//   3. else OOM: num_ooms += 1, nullopt. Segments released on the way stay released.
+//   4. split: small pool or expandable -> remainder >= 512; large -> s < MSS and remainder > 1 MiB.
+//      The allocation takes the low-address front; the remainder stays cached.
+// free(address): the block returns to its pool at once (the engine frees at free_completed) and
+//   merges with free neighbours of the same segment and mapped state.
+// Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum, which is
+//   Device::capacity() (set_per_process_memory_fraction) or per_process_memory_fraction; GC runs
+//   only under such a limit (2.11 semantics). Memory comes from the Device only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/policy.h"
+#include "policies/pytorch/alloc_config.h"
+#include "policies/pytorch/allocator_stats.h"
+#include "policies/pytorch/block_pool.h"
+#include "policies/pytorch/expandable_segment.h"
+#include "policies/pytorch/size_rounding.h"
+
+namespace memreplay::pytorch {
+
+class CachingAllocatorPolicy final : public Policy {
+ public:
+  CachingAllocatorPolicy(const AllocConfig& config, Device& device);
+
+  std::optional<Block> allocate(uint64_t bytes, StreamId stream) override;
+  void free(uint64_t address) noexcept override;
+  void empty_cache() override;
+  // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
+  std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) override;
+  std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested,
+                                   StreamId stream) override;
+  std::map<std::string, uint64_t> stats() const override { return stats_.to_map(); }
+
+  const AllocatorStats& allocator_stats() const { return stats_; }
+  const AllocConfig& config() const { return config_; }
+  // The per-process limit in force (PyTorch's allowed_memory_maximum), if any.
+  std::optional<uint64_t> allowed_memory_maximum() const { return allowed_max_; }
+  // Bytes held from the device now (PyTorch's total_allocated_memory).
+  uint64_t reserved_bytes() const { return total_allocated_memory_; }
+
+ private:
+  struct AllocParams {
+    uint64_t size;        // rounded request
+    StreamId stream;
+    BlockPool* pool;
+    uint64_t alloc_size;  // segment size for a new cudaMalloc
+    bool expandable;      // expandable segments active for this request
+    CacheBlock* block = nullptr;
+  };
+
+  bool get_free_block(AllocParams& p);
+  bool alloc_block(AllocParams& p, bool is_retry);
+  bool release_available_cached_blocks(const AllocParams& p);
+  bool release_cached_blocks();
+  void garbage_collect_cached_blocks();
+  CacheBlock* alloc_found_block(const AllocParams& p, uint64_t requested, bool split);
+  bool should_split(const CacheBlock* block, uint64_t size, bool expandable) const;
+  void free_block(CacheBlock* block);
+  uint64_t try_merge_blocks(CacheBlock* dst, CacheBlock* src, BlockPool& pool);
+  void release_blocks(BlockPool& pool);
+  void release_block(CacheBlock* block);
+
+  // Expandable segments.
+  CacheBlock* find_expandable_block(StreamId stream, BlockPool& pool, uint64_t size);
+  bool map_block(CacheBlock* to_map, uint64_t size);
+  CacheBlock* try_allocate_expandable_block(StreamId stream, BlockPool& pool, uint64_t size);
+  void unmap_block(CacheBlock* block);
+  void release_expandable_segment(CacheBlock* block);
+
+  BlockPool& pool_for(uint64_t rounded) { return is_small_request(rounded) ? small_blocks_ : large_blocks_; }
+  void record_inactive_split(int64_t blocks, int64_t bytes);
+
+  AllocConfig config_;
+  Device& device_;
+  std::optional<uint64_t> allowed_max_;
+  bool gc_active_ = false;
+  BlockArena arena_;
+  std::shared_ptr<NodePool> set_nodes_ = std::make_shared<NodePool>();
+  BlockPool large_blocks_{false, set_nodes_};
+  BlockPool small_blocks_{true, set_nodes_};
+  AddressMap live_;  // allocated blocks by address
+  std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
+  uint64_t total_allocated_memory_ = 0;
+  AllocatorStats stats_;
+};
+
+}  // namespace memreplay::pytorch

@@ -1,0 +1,58 @@
+// The allocator state at one moment (live segments and blocks of one device), and how to get the
+// state at the START of a trace from the state at its END. Importers need this when the trace
+// does not begin with an empty allocator: PyTorch's ring buffer dropped the oldest entries
+// (max_entries), or recording began after the first allocations.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proto/event.h"
+
+namespace memreplay {
+
+struct SegmentState {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  // A mapped range of an expandable segment (segment_map/unmap), not a cudaMalloc segment.
+  bool expandable = false;
+  friend bool operator==(const SegmentState&, const SegmentState&) = default;
+};
+
+struct BlockState {
+  uint64_t address = 0;
+  uint64_t requested = 0;      // bytes the application asked for
+  uint64_t size = 0;           // bytes the allocator gave it (rounded); 0 = unknown
+  uint64_t stream = 0;
+  bool pending_free = false;   // free_requested seen, free_completed not yet
+  friend bool operator==(const BlockState&, const BlockState&) = default;
+};
+
+// Live segments and blocks (allocated or pending free) of one device, each sorted by address.
+struct AllocatorState {
+  std::vector<SegmentState> segments;
+  std::vector<BlockState> blocks;
+  bool empty() const { return segments.empty() && blocks.empty(); }
+};
+
+// The state before trace[0], found by undoing `trace` (one device, in order) from `final_state`,
+// the state after its last event — as PyTorch's MemoryViz does: an alloc did not exist before
+// it, a free_completed block was live (pending) before it, a free_requested block was allocated,
+// a segment_alloc/map range did not exist, a segment_free/unmap range did. Inconsistent input
+// (e.g. an alloc of a block that is not live afterwards) is tolerated as MemoryViz does.
+//
+// Block sizes in the allocator are known for blocks still live in `final_state`. A block freed
+// during the trace but allocated before it has no recorded size: it gets `requested` rounded up
+// to 512 bytes (PyTorch's minimum block granularity). That is exact for small requests and an
+// approximation for large ones (the allocator may have given it a bigger, unsplit block).
+AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const Event> trace);
+
+// Events that recreate `state` from an empty allocator, all flagged kPreexisting: segment_alloc
+// for cudaMalloc segments, segment_map for mapped expandable ranges, then alloc for each live
+// block (size = requested bytes, aux = block size) followed by free_requested for a block that is
+// pending free. Every event gets `device` and `time_ns`.
+std::vector<Event> preexisting_events(const AllocatorState& state, uint32_t device, uint64_t time_ns);
+
+}  // namespace memreplay

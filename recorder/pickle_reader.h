@@ -1,0 +1,332 @@
+// A data-only unpickler: reads what Python's pickle protocols 0-5 write for plain data (None,
+// bool, int, float, str, bytes, list, tuple, dict, set) into a compact read-only tree.
+//
+// Safety: it never imports or calls anything. Every opcode that would (GLOBAL, STACK_GLOBAL,
+// REDUCE, BUILD, INST, OBJ, NEWOBJ, NEWOBJ_EX, EXT1/2/4, PERSID, BINPERSID) and every unknown
+// opcode is refused with an InputError naming the byte offset and the opcode. Malformed input of
+// any kind is an InputError too, never a crash, and memory use is bounded by a small multiple of
+// the input size (every container, item and memo slot needs at least one input byte).
+//
+// Not read (refused with a clear message): protocol-0 text strings (STRING, UNICODE), which need
+// escape decoding, and out-of-band buffers (NEXT_BUFFER). Integers must fit in 64 bits signed;
+// inputs must be under 2 GiB. str bytes are passed through as stored (UTF-8 from any Python 3
+// pickler), not validated.
+//
+// Representation, chosen for speed (a 32 MB snapshot has 8.6 million opcodes; memory touched is
+// most of the cost): a value is a 32-bit reference. A scalar (int, float, str, bytes, bool, None)
+// is not copied anywhere: its reference is the input offset of the opcode that pushed it, checked
+// while parsing and decoded when read. A container is a 16-byte node whose items live in one
+// shared array of references. Memo GETs return the same reference, so aliased objects (the
+// frames list many trace entries share, the memoized key strings) are one value, and id() tells
+// aliases apart cheaply. Like Python objects, the tree may contain cycles (a list can contain
+// itself): walk it along the paths you expect, never recursively without a depth limit.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace memreplay::pickle {
+
+enum class Kind : uint8_t { none, boolean, integer, floating, str, bytes, list, tuple, dict, set };
+
+std::string_view kind_name(Kind kind);
+
+class Tree;
+
+// A read-only handle on one value of a Tree: a pointer and a reference, cheap to copy.
+// Accessors for the wrong kind are precondition violations (check kind() first); they return
+// 0 or empty.
+class Value {
+ public:
+  Value() = default;
+  Value(const Tree* tree, uint32_t ref) : tree_(tree), ref_(ref) {}
+
+  Kind kind() const;
+  bool is(Kind k) const { return kind() == k; }
+  // Identity of the underlying object: memo aliases of one object have equal ids.
+  uint32_t id() const { return ref_; }
+
+  bool as_bool() const;
+  int64_t as_int() const;
+  // The int, or nullopt for any other kind: one call does the kind check and the decoding.
+  std::optional<int64_t> int_value() const;
+  double as_float() const;
+  std::string_view as_str() const;  // str and bytes
+
+  bool is_sequence() const { return is(Kind::list) || is(Kind::tuple) || is(Kind::set); }
+  // Number of items (list, tuple, set) or of key/value pairs (dict); 0 for scalars.
+  uint32_t size() const;
+
+  class ItemRange;
+  class PairRange;
+  ItemRange items() const;  // list, tuple, set; empty for other kinds
+  PairRange pairs() const;  // dict entries in pickled order; empty for other kinds
+  // The value of the str key `key` in a dict; the last one when the pickle repeats a key, as
+  // Python would keep it.
+  std::optional<Value> get(std::string_view key) const;
+
+  // Calls f(key, value) for each dict entry / f(item) for each item, like pairs() / items() but
+  // as plain loops over the item runs: the fastest way through millions of trace entries.
+  template <typename F>
+  void for_each_pair(F&& f) const;
+  template <typename F>
+  void for_each_item(F&& f) const;
+
+ private:
+  template <typename F>
+  void for_each_child(uint32_t step, F&& f) const;
+
+  const Tree* tree_ = nullptr;
+  uint32_t ref_ = 0;
+};
+
+// The result of unpickling. It refers to the input bytes (scalars are decoded from them) and
+// Values refer to the Tree: keep both alive, and do not move the Tree, while Values are in use.
+class Tree {
+ public:
+  Value root() const { return Value(this, root_); }
+  size_t container_count() const { return containers_.size(); }
+
+  // A reference with this bit set is the input offset of a scalar's opcode; without it, the
+  // index of a container.
+  static constexpr uint32_t kScalarBit = 0x80000000u;
+  static constexpr uint32_t kNoSegment = 0xffffffffu;
+
+  // Iterates a container's items run by run (see Segment); `step` is 2 for dict pairs.
+  class ChildCursor {
+   public:
+    ChildCursor(const Tree* tree, uint32_t segment) : tree_(tree), segment_(segment) {}
+    bool done() const { return segment_ == kNoSegment; }
+    uint32_t at(uint32_t offset) const {
+      return tree_->children_[tree_->segments_[segment_].begin + pos_ + offset];
+    }
+    void advance(uint32_t step) {
+      pos_ += step;
+      if (pos_ >= tree_->segments_[segment_].count) {
+        segment_ = tree_->segments_[segment_].next;
+        pos_ = 0;
+      }
+    }
+   private:
+    const Tree* tree_;
+    uint32_t segment_;
+    uint32_t pos_ = 0;
+  };
+  ChildCursor first_child(uint32_t ref) const {
+    if (ref & kScalarBit) return ChildCursor(this, kNoSegment);
+    const Container& c = containers_[ref];
+    return ChildCursor(this, c.count > 0 ? c.first_segment : kNoSegment);
+  }
+
+ private:
+  friend class Value;
+  friend class Unpickler;
+
+  struct Container {
+    Kind kind;
+    uint32_t count;          // items; keys and values both counted for dicts
+    uint32_t first_segment;  // kNoSegment while empty
+    uint32_t last_segment;   // where the next batch is linked
+  };
+  // Items arrive in batches (APPENDS/SETITEMS hold at most 1000 each, and other containers are
+  // built between them), so a container's items are a chain of runs in `children_`.
+  struct Segment {
+    uint32_t begin;
+    uint32_t count;
+    uint32_t next;
+  };
+
+  Kind scalar_kind(uint32_t offset) const;
+  int64_t scalar_int(uint32_t offset) const;
+  double scalar_float(uint32_t offset) const;
+  std::string_view scalar_text(uint32_t offset) const;
+
+  std::string_view data_;
+  std::vector<Container> containers_;
+  std::vector<uint32_t> children_;
+  std::vector<Segment> segments_;
+  uint32_t root_ = 0;
+};
+
+// Unpickles `data`. `file` only names the input in error messages. Throws InputError.
+Tree unpickle(std::string_view data, const std::string& file);
+
+// --- inline accessors (hot in the importers) ---
+
+namespace detail {
+// Opcodes that push scalars (names as in CPython's pickle.py).
+inline constexpr uint8_t kNONE = 'N', kNEWTRUE = 0x88, kNEWFALSE = 0x89, kINT = 'I', kBININT = 'J',
+                         kBININT1 = 'K', kBININT2 = 'M', kLONG = 'L', kLONG1 = 0x8a, kLONG4 = 0x8b,
+                         kFLOAT = 'F', kBINFLOAT = 'G', kSHORT_BINUNICODE = 0x8c, kBINUNICODE = 'X',
+                         kBINUNICODE8 = 0x8d, kSHORT_BINSTRING = 'U', kBINSTRING = 'T',
+                         kSHORT_BINBYTES = 'C', kBINBYTES = 'B', kBINBYTES8 = 0x8e,
+                         kBYTEARRAY8 = 0x96, kEMPTY_TUPLE = ')';
+
+// The kind of the scalar each opcode pushes (INT is refined: protocol 0 writes bools as INT).
+constexpr std::array<Kind, 256> make_scalar_kinds() {
+  std::array<Kind, 256> k{};  // Kind::none for NONE and for opcodes that push no scalar
+  k[kNEWTRUE] = k[kNEWFALSE] = Kind::boolean;
+  k[kINT] = k[kBININT] = k[kBININT1] = k[kBININT2] = k[kLONG] = k[kLONG1] = k[kLONG4] = Kind::integer;
+  k[kFLOAT] = k[kBINFLOAT] = Kind::floating;
+  k[kSHORT_BINUNICODE] = k[kBINUNICODE] = k[kBINUNICODE8] = k[kSHORT_BINSTRING] = k[kBINSTRING] = Kind::str;
+  k[kSHORT_BINBYTES] = k[kBINBYTES] = k[kBINBYTES8] = k[kBYTEARRAY8] = Kind::bytes;
+  k[kEMPTY_TUPLE] = Kind::tuple;
+  return k;
+}
+inline constexpr std::array<Kind, 256> kScalarKinds = make_scalar_kinds();
+
+inline uint64_t load_le(const char* p, unsigned n) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, n);  // little-endian hosts only (checked in pickle_reader.cpp)
+  return v;
+}
+}  // namespace detail
+
+inline Kind Tree::scalar_kind(uint32_t offset) const {
+  const char* p = data_.data() + offset;
+  const auto op = static_cast<uint8_t>(*p);
+  // "I00\n" / "I01\n" are False / True. Reading stops at the '\n' parsing found, so stays in bounds.
+  if (op == detail::kINT && p[1] == '0' && (p[2] == '0' || p[2] == '1') && p[3] == '\n') return Kind::boolean;
+  return detail::kScalarKinds[op];
+}
+
+inline Kind Value::kind() const {
+  if (ref_ & Tree::kScalarBit) return tree_->scalar_kind(ref_ & ~Tree::kScalarBit);
+  return tree_->containers_[ref_].kind;
+}
+inline std::optional<int64_t> Value::int_value() const {
+  if (!(ref_ & Tree::kScalarBit)) return std::nullopt;
+  const uint32_t offset = ref_ & ~Tree::kScalarBit;
+  const char* p = tree_->data_.data() + offset;
+  switch (static_cast<uint8_t>(*p)) {  // the opcodes real snapshots use, decoded in line
+    case detail::kBININT1: return static_cast<uint8_t>(p[1]);
+    case detail::kBININT2: return static_cast<int64_t>(detail::load_le(p + 1, 2));
+    case detail::kBININT: return static_cast<int32_t>(detail::load_le(p + 1, 4));
+    case detail::kLONG1: {
+      const unsigned n = static_cast<uint8_t>(p[1]);
+      // Load 8 bytes at once where the input allows (bytes past the payload are shifted out).
+      if (n == 0 || n > 8 || offset + 10 > tree_->data_.size()) break;
+      const unsigned unused = 64 - 8 * n;  // sign-extend from the top byte
+      return static_cast<int64_t>(detail::load_le(p + 2, 8) << unused) >> unused;
+    }
+    default: break;
+  }
+  if (tree_->scalar_kind(offset) != Kind::integer) return std::nullopt;
+  return tree_->scalar_int(offset);
+}
+inline int64_t Value::as_int() const { return int_value().value_or(0); }
+inline bool Value::as_bool() const {
+  return is(Kind::boolean) && tree_->scalar_int(ref_ & ~Tree::kScalarBit) != 0;
+}
+inline std::string_view Value::as_str() const {
+  if (!(ref_ & Tree::kScalarBit)) return {};
+  const uint32_t offset = ref_ & ~Tree::kScalarBit;
+  const char* p = tree_->data_.data() + offset;
+  if (static_cast<uint8_t>(*p) == detail::kSHORT_BINUNICODE)
+    return std::string_view(p + 2, static_cast<uint8_t>(p[1]));
+  return tree_->scalar_text(offset);
+}
+inline double Value::as_float() const {
+  return (ref_ & Tree::kScalarBit) ? tree_->scalar_float(ref_ & ~Tree::kScalarBit) : 0;
+}
+inline uint32_t Value::size() const {
+  if (ref_ & Tree::kScalarBit) return 0;
+  const Tree::Container& c = tree_->containers_[ref_];
+  return c.kind == Kind::dict ? c.count / 2 : c.count;
+}
+
+class Value::ItemRange {
+ public:
+  class iterator {
+   public:
+    iterator(const Tree* t, Tree::ChildCursor c) : tree_(t), cursor_(c) {}
+    Value operator*() const { return Value(tree_, cursor_.at(0)); }
+    iterator& operator++() {
+      cursor_.advance(1);
+      return *this;
+    }
+    // Compared with the end sentinel only, so the loop test is one register compare.
+    bool operator==(std::default_sentinel_t) const { return cursor_.done(); }
+
+   private:
+    const Tree* tree_;
+    Tree::ChildCursor cursor_;
+  };
+  iterator begin() const { return iterator(tree_, first_); }
+  std::default_sentinel_t end() const { return {}; }
+
+ private:
+  friend class Value;
+  ItemRange(const Tree* t, Tree::ChildCursor first) : tree_(t), first_(first) {}
+  const Tree* tree_;
+  Tree::ChildCursor first_;
+};
+
+class Value::PairRange {
+ public:
+  class iterator {
+   public:
+    iterator(const Tree* t, Tree::ChildCursor c) : tree_(t), cursor_(c) {}
+    std::pair<Value, Value> operator*() const {
+      return {Value(tree_, cursor_.at(0)), Value(tree_, cursor_.at(1))};
+    }
+    iterator& operator++() {
+      cursor_.advance(2);
+      return *this;
+    }
+    // Compared with the end sentinel only, so the loop test is one register compare.
+    bool operator==(std::default_sentinel_t) const { return cursor_.done(); }
+
+   private:
+    const Tree* tree_;
+    Tree::ChildCursor cursor_;
+  };
+  iterator begin() const { return iterator(tree_, first_); }
+  std::default_sentinel_t end() const { return {}; }
+
+ private:
+  friend class Value;
+  PairRange(const Tree* t, Tree::ChildCursor first) : tree_(t), first_(first) {}
+  const Tree* tree_;
+  Tree::ChildCursor first_;
+};
+
+inline Value::ItemRange Value::items() const {
+  return ItemRange(tree_, is_sequence() ? tree_->first_child(ref_)
+                                        : Tree::ChildCursor(tree_, Tree::kNoSegment));
+}
+inline Value::PairRange Value::pairs() const {
+  return PairRange(tree_, is(Kind::dict) ? tree_->first_child(ref_)
+                                         : Tree::ChildCursor(tree_, Tree::kNoSegment));
+}
+
+template <typename F>
+void Value::for_each_child(uint32_t step, F&& f) const {
+  if (ref_ & Tree::kScalarBit) return;
+  const Tree::Container& c = tree_->containers_[ref_];
+  if (c.count == 0) return;
+  for (uint32_t seg = c.first_segment; seg != Tree::kNoSegment; seg = tree_->segments_[seg].next) {
+    const uint32_t* p = tree_->children_.data() + tree_->segments_[seg].begin;
+    const uint32_t* end = p + tree_->segments_[seg].count;
+    for (; p < end; p += step) f(p);
+  }
+}
+template <typename F>
+void Value::for_each_pair(F&& f) const {
+  if (!is(Kind::dict)) return;
+  for_each_child(2, [&](const uint32_t* p) { f(Value(tree_, p[0]), Value(tree_, p[1])); });
+}
+template <typename F>
+void Value::for_each_item(F&& f) const {
+  if (!is_sequence()) return;
+  for_each_child(1, [&](const uint32_t* p) { f(Value(tree_, p[0])); });
+}
+
+}  // namespace memreplay::pickle

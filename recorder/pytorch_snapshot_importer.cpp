@@ -1,0 +1,562 @@
+#include "recorder/pytorch_snapshot_importer.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "proto/input_error.h"
+#include "recorder/allocator_state.h"
+#include "recorder/decompress.h"
+#include "recorder/empty_cache_inference.h"
+#include "recorder/pickle_reader.h"
+
+namespace memreplay {
+namespace {
+
+using pickle::Kind;
+using pickle::Value;
+
+// Far above any real machine; keeps a corrupt device index from sizing vectors by it.
+constexpr uint64_t kMaxDevices = 1024;
+// Limits on turning values into text (annotations, settings), which nest only a level or two.
+constexpr int kMaxDepth = 8;
+constexpr size_t kMaxTextBytes = 4096;
+constexpr size_t kMaxSettings = 4096;
+
+// --- value formatting (annotations, allocator_settings) ---
+
+// Python's repr() of a float: shortest round-trip digits, always with a '.' or exponent.
+std::string python_float(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  std::array<char, 32> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  std::string s(buf.data(), end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Appends Python-like text for `v` to `out`. Nested containers are cut off by depth and by
+// length: a hostile pickle can alias one list into itself a thousand times over.
+void append_text(Value v, int depth, std::string& out) {
+  if (out.size() > kMaxTextBytes) return;
+  switch (v.kind()) {
+    case Kind::none: out += "None"; return;
+    case Kind::boolean: out += v.as_bool() ? "True" : "False"; return;
+    case Kind::integer: out += std::to_string(v.as_int()); return;
+    case Kind::floating: out += python_float(v.as_float()); return;
+    case Kind::str:
+    case Kind::bytes: out += v.as_str().substr(0, kMaxTextBytes); return;
+    case Kind::list:
+    case Kind::tuple:
+    case Kind::set:
+    case Kind::dict: {
+      if (depth >= kMaxDepth) {
+        out += "...";
+        return;
+      }
+      const bool dict = v.is(Kind::dict);
+      out += dict ? '{' : '[';
+      bool first = true;
+      auto separator = [&] {
+        if (!first) out += ',';
+        first = false;
+      };
+      if (dict) {
+        v.for_each_pair([&](Value k, Value item) {
+          separator();
+          append_text(k, depth + 1, out);
+          out += ':';
+          append_text(item, depth + 1, out);
+        });
+      } else {
+        v.for_each_item([&](Value item) {
+          separator();
+          append_text(item, depth + 1, out);
+        });
+      }
+      out += dict ? '}' : ']';
+      return;
+    }
+  }
+}
+
+std::string to_text(Value v) {
+  std::string out;
+  append_text(v, 0, out);
+  if (out.size() > kMaxTextBytes) out.resize(kMaxTextBytes);
+  return out;
+}
+
+// allocator_settings, flattened: {"a": {"1": 0}} → "a.1" = "0". At most kMaxSettings entries.
+void flatten_settings(Value v, const std::string& prefix, int depth,
+                      google::protobuf::Map<std::string, std::string>& out) {
+  if (out.size() >= kMaxSettings) return;
+  if (v.is(Kind::dict) && depth < kMaxDepth) {
+    v.for_each_pair([&](Value k, Value item) {
+      flatten_settings(item, prefix.empty() ? to_text(k) : prefix + "." + to_text(k), depth + 1, out);
+    });
+    return;
+  }
+  out[prefix] = to_text(v);
+}
+
+// --- trace entry keys and actions ---
+
+enum class Field : uint8_t { other, action, addr, size, stream, time_us, frames, device_free, user_metadata };
+constexpr size_t kFieldCount = 9;
+
+Field classify_key(Value key) {
+  if (!key.is(Kind::str)) return Field::other;
+  const std::string_view k = key.as_str();
+  if (k == "action") return Field::action;
+  if (k == "addr") return Field::addr;
+  if (k == "size") return Field::size;
+  if (k == "stream") return Field::stream;
+  if (k == "time_us") return Field::time_us;
+  if (k == "frames") return Field::frames;
+  if (k == "device_free") return Field::device_free;
+  if (k == "user_metadata") return Field::user_metadata;
+  return Field::other;
+}
+
+// 0 = not an action we know.
+uint8_t classify_action(Value action) {
+  if (!action.is(Kind::str)) return 0;
+  const std::string_view a = action.as_str();
+  if (a == "user_defined") return static_cast<uint8_t>(EventKind::annotation);  // ≈2.4 markers
+  const auto kind = event_kind_from_name(a);
+  // Only PyTorch's own actions: the rest of our vocabulary never appears in a snapshot.
+  if (!kind || static_cast<uint8_t>(*kind) > static_cast<uint8_t>(EventKind::oom)) return 0;
+  return static_cast<uint8_t>(*kind);
+}
+
+// Snapshot pickles memoize every key and action string, so a few nodes answer millions of
+// lookups: remember each node's classification in a small direct-mapped cache.
+template <typename T>
+class NodeCache {
+ public:
+  explicit NodeCache(T (*classify)(Value)) : classify_(classify) {}
+  T get(Value v) {
+    // Fibonacci hashing: ids are input offsets, whose low bits collide too often.
+    Slot& slot = slots_[(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
+    if (slot.id != v.id()) slot = {v.id(), classify_(v)};
+    return slot.value;
+  }
+
+ private:
+  static constexpr unsigned kSlotBits = 6;
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  struct Slot {
+    uint32_t id = std::numeric_limits<uint32_t>::max();
+    T value{};
+  };
+  std::array<Slot, kSlots> slots_{};
+  T (*classify_)(Value);
+};
+
+class SnapshotImporter {
+ public:
+  // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
+  SnapshotImporter(const pickle::Tree& tree, const std::string& file, uint64_t input_bytes)
+      : tree_(tree), file_(file), budget_(input_bytes / 8 + 4096) {}
+
+  void run(TraceSink& sink) {
+    read_snapshot(tree_.root());
+    std::vector<AllocatorState> initial(devices_.size());
+    bool starts_mid_run = false;
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].trace);
+      starts_mid_run |= !initial[d].empty();
+    }
+    header_.set_starts_mid_run(starts_mid_run);
+
+    sink.begin(header_);
+    stack_ids_.reserve(stacks_.size());
+    for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      const auto& trace = devices_[d].trace;
+      const uint64_t start = trace.empty() ? header_.capture_time_ns() : trace.front().time_ns;
+      for (const Event& e : preexisting_events(initial[d], static_cast<uint32_t>(d), start)) emit(sink, e);
+    }
+    std::vector<std::vector<Event>> sequences(devices_.size());
+    for (size_t d = 0; d < devices_.size(); ++d) sequences[d] = device_sequence(d, initial[d]);
+    emit_merged(sink, sequences);
+    sink.finish();
+  }
+
+ private:
+  struct Device {
+    std::vector<Event> trace;        // one event per device_traces[d] entry
+    std::vector<Event> annotations;  // external_annotations of this device, by time
+    AllocatorState final_state;      // from `segments`
+  };
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(file_ + ": " + what); }
+  [[noreturn]] void fail_entry(uint32_t device, uint64_t index, const std::string& what) const {
+    throw InputError::at_event(file_, index, "device " + std::to_string(device) + " trace entry: " + what);
+  }
+
+  // Every entry, segment, block, frame and annotation costs one unit. A real snapshot spends
+  // well over 8 input bytes per item; a pickle that aliases one list many times over (legal, a
+  // few bytes per reference) would otherwise expand into unbounded work and memory.
+  void charge(uint64_t items) {
+    if (items > budget_)
+      fail("the snapshot refers to the same lists over and over (more items than its size can "
+           "hold); refusing to expand it");
+    budget_ -= items;
+  }
+
+  Device& device(uint64_t index, const std::string& where) {
+    if (index >= kMaxDevices) fail(where + ": device index " + std::to_string(index) + " is out of range");
+    if (index >= devices_.size()) devices_.resize(index + 1);
+    return devices_[index];
+  }
+
+  // --- the snapshot dict ---
+
+  void read_snapshot(Value root) {
+    if (!root.is(Kind::dict))
+      fail("not a memory snapshot: the pickle holds a " + std::string(kind_name(root.kind())) +
+           ", expected the dict torch.cuda.memory._snapshot() returns");
+    std::optional<Value> segments, traces, settings, annotations;
+    for (auto [k, v] : root.pairs()) {
+      const std::string_view key = k.as_str();
+      if (key == "segments") segments = v;
+      else if (key == "device_traces") traces = v;
+      else if (key == "allocator_settings") settings = v;
+      else if (key == "external_annotations") annotations = v;
+    }
+    if (!traces || !segments)
+      fail("not a memory snapshot with a trace: no 'device_traces' or 'segments' key "
+           "(record with torch.cuda.memory._record_memory_history(enabled=\"all\"))");
+
+    header_.set_source("pytorch-snapshot");
+    header_.set_source_file(file_);
+    if (!traces->is(Kind::list)) fail("'device_traces' is not a list");
+    if (traces->size() > 0) device(traces->size() - 1, "device_traces");
+    if (!segments->is(Kind::list)) fail("'segments' is not a list");
+    read_segments(*segments);
+    uint32_t d = 0;
+    for (Value trace : traces->items()) read_trace(d++, trace);
+    if (annotations) read_annotations(*annotations);
+    if (settings && settings->is(Kind::dict))
+      flatten_settings(*settings, "", 0, *header_.mutable_allocator_settings());
+
+    uint64_t capture = 0;
+    for (const Device& dev : devices_) {
+      if (!dev.trace.empty()) capture = std::max(capture, dev.trace.back().time_ns);
+      if (!dev.annotations.empty()) capture = std::max(capture, dev.annotations.back().time_ns);
+    }
+    header_.set_capture_time_ns(capture);
+    for (size_t i = 0; i < devices_.size(); ++i) header_.add_devices()->set_index(static_cast<uint32_t>(i));
+  }
+
+  // --- field access with errors that say where ---
+
+  static const char* field_name(Field f) {
+    switch (f) {
+      case Field::action: return "action";
+      case Field::addr: return "addr";
+      case Field::size: return "size";
+      case Field::stream: return "stream";
+      case Field::time_us: return "time_us";
+      case Field::frames: return "frames";
+      case Field::device_free: return "device_free";
+      default: return "?";
+    }
+  }
+  template <typename Fail>
+  static int64_t integer(Value v, std::string_view name, Fail&& fail) {
+    const std::optional<int64_t> n = v.int_value();
+    if (!n) fail("'" + std::string(name) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+    return *n;
+  }
+  template <typename Fail>
+  static uint64_t non_negative(Value v, std::string_view name, Fail&& fail) {
+    const int64_t n = integer(v, name, fail);
+    if (n < 0) fail("'" + std::string(name) + "' is negative (" + std::to_string(n) + ")");
+    return static_cast<uint64_t>(n);
+  }
+  template <typename Fail>
+  static uint64_t time_ns(Value v, Fail&& fail) {
+    const uint64_t us = non_negative(v, "time_us", fail);
+    if (us > std::numeric_limits<uint64_t>::max() / 1000) fail("'time_us' is out of range");
+    return us * 1000;
+  }
+
+  // --- segments: the state after the last trace entry ---
+
+  void read_segments(Value segments) {
+    uint64_t index = 0;
+    for (Value seg : segments.items()) {
+      const std::string where = "segments[" + std::to_string(index++) + "]";
+      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      if (!seg.is(Kind::dict)) bad("not a dict");
+      auto need = [&](Value dict, const char* key, const std::string& at) {
+        auto v = dict.get(key);
+        if (!v) fail(at + ": missing key '" + key + "'");
+        return *v;
+      };
+      SegmentState s;
+      s.address = non_negative(need(seg, "address", where), "address", bad);
+      s.size = non_negative(need(seg, "total_size", where), "total_size", bad);
+      s.stream = static_cast<uint64_t>(integer(need(seg, "stream", where), "stream", bad));
+      const auto expandable = seg.get("is_expandable");
+      s.expandable = expandable && expandable->is(Kind::boolean) && expandable->as_bool();
+      const uint64_t dev = non_negative(need(seg, "device", where), "device", bad);
+      AllocatorState& state = device(dev, where).final_state;
+      state.segments.push_back(s);
+
+      const Value blocks = need(seg, "blocks", where);
+      if (!blocks.is(Kind::list)) bad("'blocks' is not a list");
+      charge(1 + blocks.size());
+      uint64_t block_index = 0, offset = s.address;
+      for (Value block : blocks.items()) {
+        const std::string at = where + ".blocks[" + std::to_string(block_index++) + "]";
+        auto bad_block = [&](const std::string& what) { fail(at + ": " + what); };
+        if (!block.is(Kind::dict)) bad_block("not a dict");
+        BlockState b;
+        // Old snapshots have no block address: blocks tile the segment in order.
+        const auto address = block.get("address");
+        b.address = address ? non_negative(*address, "address", bad_block) : offset;
+        b.size = non_negative(need(block, "size", at), "size", bad_block);
+        offset = b.address + b.size;
+        const auto requested = block.get("requested_size");
+        b.requested = requested ? non_negative(*requested, "requested_size", bad_block) : b.size;
+        b.stream = s.stream;
+        const Value state_value = need(block, "state", at);
+        const std::string_view block_state = state_value.as_str();
+        if (!state_value.is(Kind::str)) bad_block("'state' is not a str");
+        if (block_state == "inactive") continue;
+        if (block_state == "active_pending_free" || block_state == "active_awaiting_free")
+          b.pending_free = true;
+        else if (block_state != "active_allocated")
+          bad_block("unknown block state '" + std::string(block_state) + "'");
+        state.blocks.push_back(b);
+      }
+    }
+    for (Device& dev : devices_) {
+      auto by_address = [](const auto& a, const auto& b) { return a.address < b.address; };
+      std::sort(dev.final_state.segments.begin(), dev.final_state.segments.end(), by_address);
+      std::sort(dev.final_state.blocks.begin(), dev.final_state.blocks.end(), by_address);
+    }
+  }
+
+  // --- device_traces[d] ---
+
+  void read_trace(uint32_t d, Value list) {
+    if (!list.is(Kind::list)) fail("device_traces[" + std::to_string(d) + "] is not a list");
+    charge(list.size());
+    std::vector<Event>& out = devices_[d].trace;
+    out.reserve(out.size() + list.size());
+    uint64_t index = 0;
+    for (Value entry : list.items()) out.push_back(read_entry(d, index++, entry));
+  }
+
+  Event read_entry(uint32_t d, uint64_t index, Value entry) {
+    auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
+    if (!entry.is(Kind::dict)) bad("is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
+    std::array<uint32_t, kFieldCount> field;  // value ids by Field, valid where `seen` says
+    uint32_t seen = 0;
+    entry.for_each_pair([&](Value k, Value v) {
+      const Field f = keys_.get(k);
+      field[static_cast<size_t>(f)] = v.id();
+      seen |= 1u << static_cast<unsigned>(f);
+    });
+    auto has = [&](Field f) { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; };
+    auto need = [&](Field f) {
+      if (!has(f)) bad("missing key '" + std::string(field_name(f)) + "'");
+      return Value(&tree_, field[static_cast<size_t>(f)]);
+    };
+
+    const Value action = need(Field::action);
+    const uint8_t kind = actions_.get(action);
+    if (kind == 0) {
+      if (!action.is(Kind::str)) bad("'action' is not a str");
+      bad("unknown action '" + std::string(action.as_str().substr(0, 64)) + "'");
+    }
+    Event e;
+    e.kind = static_cast<EventKind>(kind);
+    e.device = d;
+    if (has(Field::time_us)) e.time_ns = time_ns(need(Field::time_us), bad);
+    if (has(Field::stream)) e.stream = static_cast<uint64_t>(integer(need(Field::stream), "stream", bad));
+    switch (e.kind) {
+      case EventKind::oom:  // no address; the free bytes CUDA reported instead
+        e.size = non_negative(need(Field::size), "size", bad);
+        e.aux = non_negative(need(Field::device_free), "device_free", bad);
+        break;
+      case EventKind::snapshot:
+        e.size = has(Field::size) ? non_negative(need(Field::size), "size", bad) : 0;
+        break;
+      case EventKind::annotation: {  // user_defined: its payload is user_metadata
+        KeyValues kv;
+        if (has(Field::user_metadata)) kv.emplace_back("user_metadata", to_text(need(Field::user_metadata)));
+        e.aux = annotation_texts_.size();
+        annotation_texts_.push_back(std::move(kv));
+        break;
+      }
+      default:
+        e.address = non_negative(need(Field::addr), "addr", bad);
+        e.size = non_negative(need(Field::size), "size", bad);
+        if (!has(Field::stream)) bad("missing key 'stream'");
+        break;
+    }
+    if (has(Field::frames)) e.stack = local_stack(need(Field::frames), bad);
+    return e;
+  }
+
+  // The 1-based index in stacks_ of a frames list (0 for none), shared by aliased lists.
+  template <typename Fail>
+  uint32_t local_stack(Value frames, Fail&& bad) {
+    if (!frames.is(Kind::list)) bad("'frames' is not a list");
+    if (frames.size() == 0) return 0;
+    if (auto it = stack_of_list_.find(frames.id()); it != stack_of_list_.end()) return it->second;
+    charge(frames.size());
+    std::vector<FrameText> stack;
+    stack.reserve(frames.size());
+    for (Value frame : frames.items()) {
+      if (!frame.is(Kind::dict)) bad("a frame is not a dict");
+      FrameText f;
+      bool has_filename = false, has_line = false, has_name = false;
+      for (auto [k, v] : frame.pairs()) {
+        const std::string_view key = k.as_str();
+        if (key == "filename" && v.is(Kind::str)) f.filename = v.as_str(), has_filename = true;
+        else if (key == "name" && v.is(Kind::str)) f.name = v.as_str(), has_name = true;
+        else if (key == "line" && v.is(Kind::integer)) {
+          f.line = static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, std::numeric_limits<uint32_t>::max()));
+          has_line = true;
+        }
+      }
+      if (!has_filename || !has_line || !has_name)
+        bad("a frame lacks a str 'filename', an int 'line' or a str 'name'");
+      stack.push_back(std::move(f));
+    }
+    stacks_.push_back(std::move(stack));
+    const auto id = static_cast<uint32_t>(stacks_.size());
+    stack_of_list_.emplace(frames.id(), id);
+    return id;
+  }
+
+  // --- external_annotations ---
+
+  void read_annotations(Value list) {
+    if (!list.is(Kind::list)) fail("'external_annotations' is not a list");
+    charge(list.size());
+    uint64_t index = 0;
+    for (Value a : list.items()) {
+      const std::string where = "external_annotations[" + std::to_string(index++) + "]";
+      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      if (!a.is(Kind::dict)) bad("not a dict");
+      Event e;
+      e.kind = EventKind::annotation;
+      KeyValues kv;
+      bool has_device = false, has_time = false;
+      for (auto [k, v] : a.pairs()) {
+        const std::string key = to_text(k);
+        if (key == "device") e.device = static_cast<uint32_t>(std::min<uint64_t>(non_negative(v, key, bad), kMaxDevices)), has_device = true;
+        else if (key == "time_us") e.time_ns = time_ns(v, bad), has_time = true;
+        else kv.emplace_back(key, to_text(v));
+      }
+      if (!has_device || !has_time) bad("missing key 'device' or 'time_us'");
+      e.aux = annotation_texts_.size();
+      annotation_texts_.push_back(std::move(kv));
+      device(e.device, where).annotations.push_back(e);
+    }
+    for (Device& dev : devices_)
+      std::stable_sort(dev.annotations.begin(), dev.annotations.end(),
+                       [](const Event& x, const Event& y) { return x.time_ns < y.time_ns; });
+  }
+
+  // --- output ---
+
+  // Device d's events in order: its trace, with inferred empty_cache events before their
+  // release runs and annotations after the events of the same or an earlier time.
+  std::vector<Event> device_sequence(size_t d, const AllocatorState& initial) {
+    Device& dev = devices_[d];
+    const std::vector<size_t> empties = infer_empty_cache(initial, dev.trace);
+    if (empties.empty() && dev.annotations.empty()) return std::move(dev.trace);
+    std::vector<Event> out;
+    out.reserve(dev.trace.size() + empties.size() + dev.annotations.size());
+    size_t next_empty = 0, next_annotation = 0;
+    for (size_t i = 0; i < dev.trace.size(); ++i) {
+      const Event& e = dev.trace[i];
+      while (next_annotation < dev.annotations.size() && dev.annotations[next_annotation].time_ns < e.time_ns)
+        out.push_back(dev.annotations[next_annotation++]);
+      if (next_empty < empties.size() && empties[next_empty] == i) {
+        Event empty;
+        empty.kind = EventKind::empty_cache;
+        empty.device = static_cast<uint32_t>(d);
+        empty.time_ns = e.time_ns;
+        empty.flags = kInferred;
+        out.push_back(empty);
+        ++next_empty;
+      }
+      out.push_back(e);
+    }
+    out.insert(out.end(), dev.annotations.begin() + static_cast<std::ptrdiff_t>(next_annotation),
+               dev.annotations.end());
+    return out;
+  }
+
+  // Merges the devices' sequences by time, stably: on equal times the lower device goes first.
+  void emit_merged(TraceSink& sink, const std::vector<std::vector<Event>>& sequences) {
+    if (sequences.size() == 1) {
+      for (const Event& e : sequences[0]) emit(sink, e);
+      return;
+    }
+    std::vector<size_t> next(sequences.size(), 0);
+    for (;;) {
+      size_t best = sequences.size();
+      for (size_t d = 0; d < sequences.size(); ++d) {
+        if (next[d] == sequences[d].size()) continue;
+        if (best == sequences.size() || sequences[d][next[d]].time_ns < sequences[best][next[best]].time_ns)
+          best = d;
+      }
+      if (best == sequences.size()) return;
+      emit(sink, sequences[best][next[best]++]);
+    }
+  }
+
+  void emit(TraceSink& sink, Event e) {
+    if (e.stack != 0) e.stack = stack_ids_[e.stack - 1];
+    if (e.kind == EventKind::annotation) {
+      const KeyValues& kv = annotation_texts_[e.aux];
+      e.aux = annotations_emitted_++;
+      sink.append_annotation(e, kv);
+    } else {
+      sink.append(e);
+    }
+  }
+
+  const pickle::Tree& tree_;
+  const std::string& file_;
+  proto::TraceHeader header_;
+  std::vector<Device> devices_;
+  std::vector<KeyValues> annotation_texts_;        // annotation events' aux indexes this
+  std::vector<std::vector<FrameText>> stacks_;     // local stack k is stacks_[k - 1]
+  std::vector<uint32_t> stack_ids_;                // local stack k is sink stack stack_ids_[k - 1]
+  std::unordered_map<uint32_t, uint32_t> stack_of_list_;
+  NodeCache<Field> keys_{classify_key};
+  NodeCache<uint8_t> actions_{classify_action};
+  uint64_t annotations_emitted_ = 0;
+  uint64_t budget_;
+};
+
+}  // namespace
+
+void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
+                                    TraceSink& sink) {
+  const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file);
+  SnapshotImporter(tree, source_file, pickle_bytes.size()).run(sink);
+}
+
+void import_pytorch_snapshot(const std::string& path, TraceSink& sink) {
+  const std::string bytes = read_decompressed(path);
+  import_pytorch_snapshot_pickle(bytes, path, sink);
+}
+
+}  // namespace memreplay

@@ -1,0 +1,185 @@
+#include "replayer/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "proto/input_error.h"
+#include "replayer/fragmentation.h"
+
+namespace memreplay {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(v));
+  return buffer;
+}
+
+}  // namespace
+
+ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions options)
+    : policy_(policy), device_(device), options_(std::move(options)), timeline_(options_.timeline_points) {
+  metrics_.trace_device = options_.trace_device;
+  metrics_.capacity = device_.capacity();
+  live_.reserve(1 << 14);
+}
+
+void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) {
+  if (!options_.lenient)
+    throw InputError::at_event(options_.trace_name, trace_index, what + " (use --lenient to skip such events)");
+  ++metrics_.skipped_events;
+}
+
+bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
+  if (stopped_ || event.device != options_.trace_device) return !stopped_;
+  switch (event.kind) {
+    case EventKind::alloc:
+      if (event.has_flag(kPreexisting))
+        on_preexisting_alloc(event, trace_index);
+      else
+        on_alloc(event, trace_index);
+      break;
+    case EventKind::free_completed:
+      on_free(event, trace_index);
+      break;
+    case EventKind::segment_alloc:
+    case EventKind::segment_map:
+      if (event.has_flag(kPreexisting)) on_preexisting_segment(event);
+      break;
+    case EventKind::empty_cache:
+      policy_.empty_cache();
+      after_change(event.time_ns);
+      break;
+    case EventKind::event_record:
+    case EventKind::stream_wait_event:
+      policy_.on_stream_event(event.stream, event.aux, event.kind == EventKind::stream_wait_event);
+      break;
+    default:
+      break;
+  }
+  return !stopped_;
+}
+
+bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < events.size() && !stopped_; ++i) feed(events[i], first_trace_index + i);
+  elapsed_ += std::chrono::steady_clock::now() - start;
+  return !stopped_;
+}
+
+void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
+  const uint64_t index = replay_index_++;
+  ++metrics_.events;
+  if (live_.contains(event.address)) {
+    inconsistent(trace_index, "alloc at " + hex(event.address) + " while a block there is still live");
+    return;
+  }
+  if (event.size == 0) {  // never reaches a real allocator (null pointer)
+    return;
+  }
+  const auto block = policy_.allocate(event.size, event.stream);
+  if (!block) {
+    ++metrics_.ooms;
+    if (!metrics_.oom_at_event) {
+      metrics_.oom_at_event = index;
+      metrics_.oom_trace_event = trace_index;
+      metrics_.oom_request_bytes = event.size;
+      metrics_.oom_stack = event.stack;
+    }
+    failed_allocations_.insert(event.address);
+    if (!options_.continue_after_oom) stopped_ = true;
+    return;
+  }
+  add_live(event.address, *block, event.size);
+  after_change(event.time_ns);
+}
+
+void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
+  ++replay_index_;
+  ++metrics_.events;
+  const auto it = live_.find(event.address);
+  if (it == live_.end()) {
+    if (failed_allocations_.erase(event.address) != 0) return;  // its alloc OOMed in this replay
+    inconsistent(trace_index, "free_completed of " + hex(event.address) + ", which is not a live block");
+    return;
+  }
+  allocated_ -= it->second.size;
+  requested_ -= it->second.requested;
+  policy_.free(it->second.policy_address);
+  live_.erase(it);
+  after_change(event.time_ns);
+}
+
+void ReplaySession::on_preexisting_segment(const Event& event) {
+  const auto policy_address = policy_.adopt_segment(event.size, event.stream);
+  ++metrics_.preexisting_segments;
+  if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
+  after_change(event.time_ns);
+}
+
+void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_index) {
+  const uint64_t block_size = event.aux != 0 ? event.aux : event.size;
+  std::optional<Block> block;
+  // The adopted segment that holds this block, if the policy has segments.
+  auto segment = adopted_segments_.upper_bound(event.address);
+  if (segment != adopted_segments_.begin()) {
+    --segment;
+    const auto [segment_size, policy_base] = segment->second;
+    if (event.address < segment->first + segment_size)
+      block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size,
+                                  event.size, event.stream);
+  }
+  if (!block) block = policy_.allocate(event.size, event.stream);
+  if (!block) {
+    inconsistent(trace_index, "the state the trace starts in does not fit on this device");
+    return;
+  }
+  add_live(event.address, *block, event.size);
+  after_change(event.time_ns);
+}
+
+void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {
+  live_.emplace(trace_address, LiveBlock{block.address, block.size, requested});
+  allocated_ += block.size;
+  requested_ += requested;
+  metrics_.allocated_peak = std::max(metrics_.allocated_peak, allocated_);
+  metrics_.requested_peak = std::max(metrics_.requested_peak, requested_);
+}
+
+void ReplaySession::after_change(uint64_t time_ns) {
+  const uint64_t reserved = device_.counters().reserved_bytes;
+  if (reserved > metrics_.reserved_peak) {
+    // A new reserved peak: measure fragmentation now, from outside the policy.
+    metrics_.reserved_peak = reserved;
+    metrics_.fragmentation_at_peak = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+    std::vector<std::pair<uint64_t, uint64_t>> blocks;
+    blocks.reserve(live_.size());
+    for (const auto& [_, b] : live_) blocks.emplace_back(b.policy_address, b.size);
+    const FreeSpace free_space = measure_free_space(device_.backed_ranges(), blocks);
+    metrics_.total_free_at_peak = free_space.total_free;
+    metrics_.largest_free_at_peak = free_space.largest_free;
+    metrics_.free_fragmentation_at_peak =
+        free_space.total_free == 0 ? 0.0 : 1.0 - double(free_space.largest_free) / double(free_space.total_free);
+  }
+  timeline_.record(replay_index_, time_ns, reserved, allocated_, requested_);
+}
+
+ReplayMetrics ReplaySession::finish() {
+  const auto& c = device_.counters();
+  metrics_.reserved_peak = std::max(metrics_.reserved_peak, c.reserved_peak);
+  metrics_.device_alloc_calls = c.malloc_calls + c.map_calls;
+  metrics_.device_free_calls = c.free_calls + c.unmap_calls;
+  metrics_.device_counters = {
+      {"malloc", c.malloc_calls},   {"free", c.free_calls},     {"reserve", c.reserve_calls},
+      {"release", c.release_calls}, {"map", c.map_calls},       {"unmap", c.unmap_calls},
+      {"failed", c.failed_calls},   {"reserved_bytes_at_end", c.reserved_bytes},
+  };
+  metrics_.policy_stats = policy_.stats();
+  if (const auto it = metrics_.policy_stats.find("num_alloc_retries"); it != metrics_.policy_stats.end())
+    metrics_.alloc_retries = it->second;
+  metrics_.replay_seconds = std::chrono::duration<double>(elapsed_).count();
+  metrics_.timeline = timeline_.points();
+  return metrics_;
+}
+
+}  // namespace memreplay

@@ -1,0 +1,83 @@
+// The replay engine: streams one device's events of a trace into a Policy and measures.
+//
+// Semantics (what real allocators see):
+//   alloc           -> policy.allocate(size, stream)
+//   free_completed  -> policy.free(block): the block is reusable from this moment. A free_requested
+//                      whose completion waits on record_stream events stays live until then.
+//   empty_cache     -> policy.empty_cache()
+//   event_record / stream_wait_event -> policy.on_stream_event()
+//   kPreexisting segment_alloc / alloc (traces that start mid-run) -> policy.adopt_segment/_block
+//   segment_*, oom, snapshot, annotation, free_requested: recorded outcomes, not replayed.
+// Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
+// Invariant checked in tests: reserved >= allocated >= requested at every step.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "policies/policy.h"
+#include "proto/event.h"
+#include "replayer/metrics.h"
+#include "replayer/timeline.h"
+
+namespace memreplay {
+
+struct ReplayOptions {
+  std::string trace_name;       // for error messages
+  uint32_t trace_device = 0;    // which device's events to replay
+  bool lenient = false;         // count and skip inconsistent events instead of failing
+  bool continue_after_oom = false;
+  size_t timeline_points = 1024;
+};
+
+class ReplaySession {
+ public:
+  ReplaySession(Policy& policy, Device& device, ReplayOptions options);
+
+  // One event of the trace, in order; `trace_index` is its index in the whole file.
+  // Throws InputError (unless lenient) for an event inconsistent with the live state.
+  // Returns false once the replay has stopped at an OOM.
+  bool feed(const Event& event, uint64_t trace_index);
+  // A batch of consecutive events starting at `first_trace_index`; the time spent here is the
+  // engine time reported as replay_seconds (reading the trace is excluded).
+  bool feed_batch(std::span<const Event> events, uint64_t first_trace_index);
+  bool stopped() const { return stopped_; }
+  // Metrics so far (policy and device names are the caller's to fill in).
+  ReplayMetrics finish();
+
+ private:
+  struct LiveBlock {
+    uint64_t policy_address;
+    uint64_t size;       // bytes the policy handed out
+    uint64_t requested;  // bytes the application asked for
+  };
+
+  void on_alloc(const Event& event, uint64_t trace_index);
+  void on_free(const Event& event, uint64_t trace_index);
+  void on_preexisting_segment(const Event& event);
+  void on_preexisting_alloc(const Event& event, uint64_t trace_index);
+  void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
+  void after_change(uint64_t time_ns);
+  void inconsistent(uint64_t trace_index, const std::string& what);
+
+  Policy& policy_;
+  Device& device_;
+  ReplayOptions options_;
+  ReplayMetrics metrics_;
+  Timeline timeline_;
+  std::unordered_map<uint64_t, LiveBlock> live_;       // trace address -> block
+  std::unordered_set<uint64_t> failed_allocations_;    // trace addresses whose alloc OOMed
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
+  uint64_t allocated_ = 0;
+  uint64_t requested_ = 0;
+  uint64_t replay_index_ = 0;  // alloc + free_completed events seen
+  bool stopped_ = false;
+  std::chrono::steady_clock::duration elapsed_{};
+};
+
+}  // namespace memreplay

@@ -1,0 +1,50 @@
+#include "replayer/metrics.h"
+
+#include <nlohmann/json.hpp>
+
+namespace memreplay {
+namespace {
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ReplayMetrics& m) {
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const auto& p : m.timeline)
+    timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
+  return {
+      {"schema_version", kMetricsSchemaVersion},
+      {"policy", m.policy},
+      {"device", m.device},
+      {"trace_device", m.trace_device},
+      {"capacity", optional_json(m.capacity)},
+      {"events", m.events},
+      {"reserved_peak", m.reserved_peak},
+      {"allocated_peak", m.allocated_peak},
+      {"requested_peak", m.requested_peak},
+      {"device_alloc_calls", m.device_alloc_calls},
+      {"device_free_calls", m.device_free_calls},
+      {"alloc_retries", m.alloc_retries},
+      {"ooms", m.ooms},
+      {"oom_at_event", optional_json(m.oom_at_event)},
+      {"oom_trace_event", optional_json(m.oom_trace_event)},
+      {"oom_request_bytes", optional_json(m.oom_request_bytes)},
+      {"preexisting_segments", m.preexisting_segments},
+      {"skipped_events", m.skipped_events},
+      {"replay_seconds", m.replay_seconds},
+      {"fragmentation_at_peak", m.fragmentation_at_peak},
+      {"free_fragmentation_at_peak", m.free_fragmentation_at_peak},
+      {"largest_free_at_peak", m.largest_free_at_peak},
+      {"total_free_at_peak", m.total_free_at_peak},
+      {"device_counters", m.device_counters},
+      {"policy_stats", m.policy_stats},
+      {"timeline_columns", {"event", "time_ns", "reserved", "allocated", "requested"}},
+      {"timeline", timeline},
+  };
+}
+
+}  // namespace memreplay

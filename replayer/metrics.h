@@ -1,0 +1,57 @@
+// ReplayMetrics: what one replay measured, and its JSON form. The JSON keys are a documented,
+// stable schema (README "Metrics"); bump kMetricsSchemaVersion on any incompatible change.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace memreplay {
+
+inline constexpr int kMetricsSchemaVersion = 1;
+
+struct TimelinePoint {
+  uint64_t event = 0;  // index over alloc + free_completed events, start of the bucket
+  uint64_t time_ns = 0;
+  uint64_t reserved = 0;   // maximum within the bucket
+  uint64_t allocated = 0;
+  uint64_t requested = 0;
+};
+
+struct ReplayMetrics {
+  std::string policy;
+  std::string device;  // "sim" or "cuda:N"
+  uint32_t trace_device = 0;
+  std::optional<uint64_t> capacity;
+  uint64_t events = 0;  // alloc + free_completed events replayed
+  uint64_t reserved_peak = 0;
+  uint64_t allocated_peak = 0;
+  uint64_t requested_peak = 0;
+  uint64_t device_alloc_calls = 0;  // cudaMalloc + map calls (PyTorch's num_device_alloc)
+  uint64_t device_free_calls = 0;   // cudaFree + unmap calls (num_device_free)
+  uint64_t alloc_retries = 0;
+  uint64_t ooms = 0;
+  std::optional<uint64_t> oom_at_event;        // replay index of the first failing allocation
+  std::optional<uint64_t> oom_trace_event;     // its index among all events of the trace file
+  std::optional<uint64_t> oom_request_bytes;
+  uint32_t oom_stack = 0;                      // its stack id in the trace, 0 if none
+  uint64_t preexisting_segments = 0;           // adopted from a trace that starts mid-run
+  uint64_t skipped_events = 0;                 // inconsistent events skipped under --lenient
+  double replay_seconds = 0;
+  // At the moment reserved memory peaked:
+  double fragmentation_at_peak = 0;          // 1 - allocated/reserved
+  double free_fragmentation_at_peak = 0;     // 1 - largest_free/total_free (0 when nothing free)
+  uint64_t largest_free_at_peak = 0;
+  uint64_t total_free_at_peak = 0;
+  std::map<std::string, uint64_t> device_counters;  // every driver-level call count
+  std::map<std::string, uint64_t> policy_stats;     // what only the policy can know
+  std::vector<TimelinePoint> timeline;
+};
+
+nlohmann::json to_json(const ReplayMetrics& m);
+
+}  // namespace memreplay

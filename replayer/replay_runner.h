@@ -1,0 +1,37 @@
+// Runs whole replays from a trace file: the glue behind `memreplay replay`, `compare` and `fit`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "replayer/engine.h"
+#include "replayer/metrics.h"
+
+namespace memreplay {
+
+struct ReplayRequest {
+  std::string trace_path;
+  std::string policy_spec = "pytorch";  // NAME[:OPTIONS]
+  std::string device_spec = "sim";      // NAME[:INDEX]
+  std::optional<uint64_t> capacity;     // per-process cap in bytes
+  ReplayOptions options;                // trace_name is filled in from trace_path
+};
+
+// Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
+// policy spec (as InputError naming the option) or an unusable device.
+ReplayMetrics run_replay(const ReplayRequest& request);
+
+struct FitResult {
+  uint64_t min_fit_bytes = 0;     // smallest capacity found that replays without OOM
+  uint64_t max_fail_bytes = 0;    // largest capacity found that OOMs
+  uint64_t resolution_bytes = 0;  // min_fit_bytes - max_fail_bytes
+  uint64_t replays = 0;
+  ReplayMetrics uncapped;         // the replay without a cap that bounds the search
+};
+
+// Bisection over the capacity between the requested peak (nothing can fit below it) and the
+// uncapped reserved peak (always fits), down to `resolution_bytes`.
+FitResult find_min_capacity(const ReplayRequest& request, uint64_t resolution_bytes);
+
+}  // namespace memreplay

@@ -1,0 +1,116 @@
+// SimAsyncPool: a documented model of the CUDA driver's stream-ordered memory pool
+// (cudaMemPool_t behind cudaMallocFromPoolAsync / cudaFreeAsync), for SimDevice.
+//
+// The driver's placement rules are not published; this model is calibrated on the live
+// backend:cudaMallocAsync runs in shared/groundtruth/runs/*.asyncpool.json (H200, driver 580),
+// see "Calibration" below.
+//
+// Physical memory. The pool grows by whole chunks of kChunkBytes (32 MiB); a request larger than a
+// chunk gets one chunk of its size rounded up to kChunkBytes. An allocation never spans two
+// chunks. Inside a chunk, allocations are kAlignment-aligned and placed best fit: the smallest
+// free range that holds the aligned size, the lowest address on a tie, taking the range's front.
+// Freed ranges merge with free neighbours of the same chunk that the same streams may reuse.
+// UsedMem counts the bytes asked for (UsedMemHigh equals PyTorch's requested peak in every run);
+// ReservedMem counts chunk bytes.
+//
+// Streams. Memory freed on stream S is reusable by S at once. Another stream may reuse it when
+//   - reuse_allow_opportunistic or reuse_allow_internal_dependencies is set: a replay launches no
+//     GPU work, so every free has completed (or can be waited for) by the next allocation; or
+//   - reuse_follow_event_dependencies is set and some stream waited on an event recorded on S
+//     after the free (simplification: the range then becomes reusable by every stream); or
+//   - the device synchronized (synchronize(), trim()).
+// Never-used memory of a fresh chunk is reusable by every stream.
+//
+// Release. Reserved memory only shrinks at a synchronization: above release_threshold the pool
+// returns wholly free chunks (highest address first) until it is at or under the threshold;
+// trim(keep) does the same down to `keep` (torch.cuda.empty_cache() is trim(0)). With the
+// threshold at UINT64_MAX (PyTorch's setting) the pool keeps everything until trimmed.
+//
+// Capacity. Growth fails (an OOM the policy sees) when the new chunk does not fit in the room the
+// device leaves; the pool neither trims nor retries by itself.
+//
+// Calibration (max_memory_reserved of the live asyncpool runs; in every run the pool's peak is a
+// whole number of 32 MiB chunks, which fixed kChunkBytes): see sim_async_pool.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "policies/device.h"
+
+namespace memreplay {
+
+class SimAsyncPool {
+ public:
+  static constexpr uint64_t kChunkBytes = 32ull << 20;
+  static constexpr uint64_t kAlignment = 512;
+
+  // The pool's addresses start at `base_address` and grow upwards (one chunk after another).
+  explicit SimAsyncPool(uint64_t base_address);
+
+  void configure(const PoolConfig& config) { config_ = config; }
+  const PoolConfig& config() const { return config_; }
+
+  // cudaMallocFromPoolAsync: nullopt when no free range fits and growing the pool would take
+  // more than `growth_room` bytes.
+  std::optional<uint64_t> allocate(uint64_t bytes, StreamId stream, uint64_t growth_room);
+  // cudaFreeAsync on `stream`; throws std::logic_error for an address it never handed out.
+  void free(uint64_t address, StreamId stream);
+  // cudaEventRecord / cudaStreamWaitEvent of the trace's event `event_id`.
+  void stream_event(StreamId stream, uint64_t event_id, bool is_wait);
+  // Device synchronize: every free completes; chunks above the release threshold go back.
+  void synchronize();
+  // cudaMemPoolTrimTo after a synchronize: wholly free chunks go back until reserved <= keep.
+  void trim(uint64_t keep_bytes);
+
+  uint64_t reserved_bytes() const { return reserved_; }
+  uint64_t used_bytes() const { return used_; }
+  // Chunks added so far (each one a growth of the pool's reserved memory).
+  uint64_t grow_count() const { return grow_count_; }
+  // The pool's chunks [start, end), sorted: what it holds physically.
+  std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
+
+ private:
+  // Who may reuse a free range: one stream, or every stream.
+  static constexpr StreamId kAnyStream = ~StreamId{0};
+
+  struct FreeRange {
+    uint64_t end;
+    StreamId owner;     // kAnyStream, or the only stream that may reuse it yet
+    uint64_t free_seq;  // when it was freed (for event dependencies)
+  };
+  struct LiveAlloc {
+    uint64_t span;       // aligned bytes taken
+    uint64_t requested;  // bytes asked for (UsedMem)
+  };
+  // Size index of the free ranges per owner: (size, start).
+  using SizeIndex = std::set<std::pair<uint64_t, uint64_t>>;
+
+  std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
+  bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
+  void insert_free(uint64_t start, FreeRange range);  // merges with compatible neighbours
+  void erase_free(std::map<uint64_t, FreeRange>::iterator it);
+  void share_all_free();  // every free range becomes reusable by every stream
+  void release_free_chunks(uint64_t keep_bytes);
+
+  PoolConfig config_;
+  uint64_t base_;
+  uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
+  std::set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
+  std::map<uint64_t, FreeRange> free_;  // start -> range
+  std::unordered_map<StreamId, SizeIndex> by_size_;
+  std::unordered_map<uint64_t, LiveAlloc> live_;
+  std::unordered_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
+  uint64_t seq_ = 0;
+  uint64_t reserved_ = 0;
+  uint64_t used_ = 0;
+  uint64_t grow_count_ = 0;
+};
+
+}  // namespace memreplay

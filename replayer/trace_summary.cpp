@@ -1,0 +1,78 @@
+#include "replayer/trace_summary.h"
+
+#include <algorithm>
+
+namespace memreplay {
+
+void TraceSummarizer::add(std::span<const Event> events, uint64_t first_index) {
+  for (size_t i = 0; i < events.size(); ++i) add_one(events[i], first_index + i);
+}
+
+void TraceSummarizer::add_one(const Event& event, uint64_t index) {
+  DeviceState& state = devices_[event.device];
+  DeviceSummary& s = state.summary;
+  if (!second_pass_) {
+    s.device = event.device;
+    ++state.kind_counts[static_cast<size_t>(event.kind)];
+    if (event.kind == EventKind::alloc || event.kind == EventKind::free_requested ||
+        event.kind == EventKind::free_completed || event.kind == EventKind::segment_alloc)
+      s.streams.insert(event.stream);
+    if (event.time_ns != 0) {
+      if (s.first_time_ns == 0 || event.time_ns < s.first_time_ns) s.first_time_ns = event.time_ns;
+      s.last_time_ns = std::max(s.last_time_ns, event.time_ns);
+    }
+  }
+  if (event.kind == EventKind::alloc) {
+    if (state.live.try_emplace(event.address, Live{event.size, event.stack}).second)
+      state.live_bytes += event.size;
+  } else if (event.kind == EventKind::free_completed) {
+    if (const auto it = state.live.find(event.address); it != state.live.end()) {
+      state.live_bytes -= it->second.requested;
+      state.live.erase(it);
+    }
+  } else {
+    return;
+  }
+  if (!second_pass_ && state.live_bytes > s.peak_requested_bytes) {
+    s.peak_requested_bytes = state.live_bytes;
+    s.peak_event = index;
+    s.peak_time_ns = event.time_ns;
+  }
+  if (second_pass_ && index == s.peak_event && !state.captured) {
+    state.captured = true;
+    for (const auto& [_, live] : state.live) {
+      auto& share = state.stacks_at_peak[live.stack];
+      share.stack = live.stack;
+      share.bytes += live.requested;
+      ++share.blocks;
+    }
+  }
+}
+
+void TraceSummarizer::start_second_pass() {
+  second_pass_ = true;
+  for (auto& [_, state] : devices_) {
+    state.live.clear();
+    state.live_bytes = 0;
+  }
+}
+
+std::vector<DeviceSummary> TraceSummarizer::finish() {
+  std::vector<DeviceSummary> result;
+  for (auto& [_, state] : devices_) {
+    std::vector<StackShare> shares;
+    for (const auto& [_, share] : state.stacks_at_peak) shares.push_back(share);
+    std::sort(shares.begin(), shares.end(),
+              [](const StackShare& a, const StackShare& b) { return a.bytes > b.bytes; });
+    if (shares.size() > top_stacks_) shares.resize(top_stacks_);
+    state.summary.top_stacks_at_peak = std::move(shares);
+    for (int kind = 1; kind < kEventKindCount; ++kind)
+      if (state.kind_counts[kind] != 0)
+        state.summary.events_per_kind[std::string(event_kind_name(static_cast<EventKind>(kind)))] =
+            state.kind_counts[kind];
+    result.push_back(std::move(state.summary));
+  }
+  return result;
+}
+
+}  // namespace memreplay

@@ -1,0 +1,70 @@
+#include "replayer/trace_validator.h"
+
+#include <cstdio>
+
+namespace memreplay {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(v));
+  return buffer;
+}
+
+}  // namespace
+
+void TraceValidator::add(std::span<const Event> events, uint64_t first_index) {
+  for (size_t i = 0; i < events.size(); ++i) add_one(events[i], first_index + i);
+}
+
+void TraceValidator::report(uint64_t index, const std::string& kind, const std::string& message) {
+  ++problem_count_;
+  ++counts_[kind];
+  if (problems_.size() < max_reported_) problems_.push_back({index, kind, message});
+}
+
+void TraceValidator::add_one(const Event& event, uint64_t index) {
+  DeviceState& state = devices_[event.device];
+  if (event.time_ns != 0) {
+    if (event.time_ns < state.last_time_ns)
+      report(index, "time_backwards",
+             "time goes backwards by " + std::to_string(state.last_time_ns - event.time_ns) + " ns");
+    else
+      state.last_time_ns = event.time_ns;
+  }
+  switch (event.kind) {
+    case EventKind::alloc: {
+      if (state.live.contains(event.address)) {
+        report(index, "double_alloc", "alloc at " + hex(event.address) + ", which is already live");
+        return;
+      }
+      const auto next = state.live.lower_bound(event.address);
+      const bool overlaps_next = next != state.live.end() && next->first < event.address + event.size;
+      bool overlaps_prev = false;
+      if (next != state.live.begin()) {
+        const auto prev = std::prev(next);
+        overlaps_prev = prev->first + prev->second > event.address;
+      }
+      if (overlaps_next || overlaps_prev) {
+        report(index, "overlapping_blocks",
+               "alloc of " + std::to_string(event.size) + " bytes at " + hex(event.address) +
+                   " overlaps a live block");
+        return;
+      }
+      state.live.emplace(event.address, event.size);
+      break;
+    }
+    case EventKind::free_requested:
+      if (!state.live.contains(event.address))
+        report(index, "free_unknown_address", "free_requested of " + hex(event.address) + ", which is not live");
+      break;
+    case EventKind::free_completed:
+      if (state.live.erase(event.address) == 0)
+        report(index, "free_unknown_address", "free_completed of " + hex(event.address) + ", which is not live");
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace memreplay

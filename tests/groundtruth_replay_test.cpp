@@ -1,0 +1,177 @@
+// The simulator against PyTorch's real allocator: one test per row of ../shared/groundtruth/replay
+// (a real trace replayed through torch 2.11 under one PYTORCH_CUDA_ALLOC_CONF, optionally capped),
+// plus the live runs whose traces are capped, truncated or call empty_cache.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replayer/device_registry.h"
+#include "replayer/replay_runner.h"
+#include "replayer/sim_device.h"
+#include "tests/test_support.h"
+
+namespace memreplay {
+namespace {
+
+using nlohmann::json;
+using testing::imported_trace;
+using testing::read_json;
+using testing::shared_dir;
+
+// A SimDevice that also logs its driver calls as PyTorch's segment trace actions would name them.
+class RecordingSimDevice final : public Device {
+ public:
+  explicit RecordingSimDevice(SimDevice::Options options) : sim_(options) {}
+  static inline std::vector<std::pair<std::string, uint64_t>> log;  // of the last replay
+
+  std::optional<uint64_t> malloc(uint64_t bytes) override {
+    auto address = sim_.malloc(bytes);
+    if (address) {
+      log.emplace_back("segment_alloc", bytes);
+      sizes_[*address] = bytes;
+    }
+    return address;
+  }
+  void free(uint64_t address) override {
+    log.emplace_back("segment_free", sizes_.at(address));
+    sizes_.erase(address);
+    sim_.free(address);
+  }
+  std::optional<uint64_t> reserve_address(uint64_t bytes) override { return sim_.reserve_address(bytes); }
+  void release_address(uint64_t address, uint64_t bytes) override { sim_.release_address(address, bytes); }
+  bool map(uint64_t address, uint64_t bytes) override {
+    const bool ok = sim_.map(address, bytes);
+    if (ok) log.emplace_back("segment_map", bytes);
+    return ok;
+  }
+  void unmap(uint64_t address, uint64_t bytes) override {
+    log.emplace_back("segment_unmap", bytes);
+    sim_.unmap(address, bytes);
+  }
+  uint64_t granularity() const override { return sim_.granularity(); }
+  uint64_t total_memory() const override { return sim_.total_memory(); }
+  std::optional<uint64_t> capacity() const override { return sim_.capacity(); }
+  uint64_t free_memory() const override { return sim_.free_memory(); }
+  const DeviceCounters& counters() const override { return sim_.counters(); }
+  std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const override { return sim_.backed_ranges(); }
+
+ private:
+  SimDevice sim_;
+  std::map<uint64_t, uint64_t> sizes_;
+};
+
+MEMREPLAY_REGISTER_DEVICE(recording_sim, "recording-sim", "SimDevice that logs driver calls (tests)",
+                          [](const DeviceRequest& r) -> std::unique_ptr<Device> {
+                            RecordingSimDevice::log.clear();
+                            SimDevice::Options options;
+                            if (r.total_memory != 0) options.total_memory = r.total_memory;
+                            options.capacity = r.capacity;
+                            return std::make_unique<RecordingSimDevice>(options);
+                          });
+
+std::vector<std::string> replay_rows() {
+  std::vector<std::string> rows;
+  for (const auto& entry : std::filesystem::directory_iterator(shared_dir() / "groundtruth" / "replay"))
+    if (entry.path().extension() == ".json") rows.push_back(entry.path().stem().string());
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+std::string policy_for(const std::string& alloc_conf) {
+  return alloc_conf.empty() ? "pytorch" : "pytorch:" + alloc_conf;
+}
+
+class GroundTruthReplay : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
+  const json truth = read_json(shared_dir() / "groundtruth" / "replay" / (GetParam() + ".json"));
+  const json& run = truth["run"];
+  const std::string snapshot = truth["snapshot"];
+  const std::string trace = imported_trace(snapshot.substr(0, snapshot.find(".pickle")));
+
+  ReplayRequest request;
+  request.trace_path = trace;
+  request.policy_spec = policy_for(truth["alloc_conf"]);
+  request.device_spec = "recording-sim";
+  if (!run["cap_bytes"].is_null()) request.capacity = run["cap_bytes"].get<uint64_t>();
+  const ReplayMetrics m = run_replay(request);
+
+  EXPECT_EQ(m.reserved_peak, run["reserved_peak"].get<uint64_t>());
+  EXPECT_EQ(m.allocated_peak, run["allocated_peak"].get<uint64_t>());
+  EXPECT_EQ(m.requested_peak, run["requested_peak"].get<uint64_t>());
+  EXPECT_EQ(m.device_alloc_calls, run["num_device_alloc"].get<uint64_t>());
+  EXPECT_EQ(m.device_free_calls, run["num_device_free"].get<uint64_t>());
+  EXPECT_EQ(m.alloc_retries, run["num_alloc_retries"].get<uint64_t>());
+  EXPECT_EQ(m.ooms, run["num_ooms"].get<uint64_t>());
+  if (run["oom_at_event"].is_null())
+    EXPECT_FALSE(m.oom_at_event.has_value());
+  else
+    EXPECT_EQ(m.oom_at_event, std::optional<uint64_t>(run["oom_at_event"].get<uint64_t>()));
+  if (!m.oom_at_event) EXPECT_EQ(m.events, run["events"].get<uint64_t>());
+
+  std::vector<std::pair<std::string, uint64_t>> expected;
+  for (const auto& e : run["segment_events"]) expected.emplace_back(e[0].get<std::string>(), e[1].get<uint64_t>());
+  EXPECT_EQ(RecordingSimDevice::log, expected);
+
+  // The invariant every replay keeps.
+  EXPECT_GE(m.reserved_peak, m.allocated_peak);
+  EXPECT_GE(m.allocated_peak, m.requested_peak);
+
+  if (truth.contains("min_fit_bytes") && !truth["min_fit_bytes"].is_null()) {
+    request.device_spec = "sim";
+    const uint64_t resolution = truth["min_fit_resolution_bytes"];
+    const FitResult fit = find_min_capacity(request, 64 << 10);
+    const uint64_t want = truth["min_fit_bytes"];
+    EXPECT_LE(fit.min_fit_bytes > want ? fit.min_fit_bytes - want : want - fit.min_fit_bytes, resolution)
+        << "min fit " << fit.min_fit_bytes << " vs PyTorch's " << want;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRows, GroundTruthReplay, ::testing::ValuesIn(replay_rows()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+// Live runs whose traces themselves carry the condition: a cap, a ring buffer that wrapped,
+// empty_cache calls. Reserved peak and device call counts must equal the run's own stats.
+struct LiveRun {
+  std::string trace;  // ../shared/traces/TRACE.pickle.xz
+  std::string run;    // ../shared/groundtruth/runs/RUN.json
+};
+
+class GroundTruthLiveRun : public ::testing::TestWithParam<LiveRun> {};
+
+TEST_P(GroundTruthLiveRun, ReservedPeakAndDeviceCallsMatch) {
+  const json run = read_json(shared_dir() / "groundtruth" / "runs" / (GetParam().run + ".json"));
+  ReplayRequest request;
+  request.trace_path = imported_trace(GetParam().trace);
+  request.policy_spec = policy_for(run["alloc_conf"]);
+  if (run["cap"].get<double>() > 0)
+    request.capacity = static_cast<uint64_t>(run["cap"].get<double>() * run["total_memory"].get<double>());
+  const ReplayMetrics m = run_replay(request);
+  const json& stats = run["stats"];
+  EXPECT_EQ(m.reserved_peak, run["max_memory_reserved"].get<uint64_t>());
+  EXPECT_EQ(m.device_alloc_calls, stats["num_device_alloc"].get<uint64_t>());
+  EXPECT_EQ(m.device_free_calls, stats["num_device_free"].get<uint64_t>());
+  EXPECT_FALSE(m.oom_at_event.has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, GroundTruthLiveRun,
+                         ::testing::Values(LiveRun{"gpt2_train.capped", "gpt2_train.capped"},
+                                           LiveRun{"gpt2_train.truncated", "gpt2_train.truncated"},
+                                           LiveRun{"vit_infer_varbatch.emptycache", "vit_infer_varbatch.emptycache"}),
+                         [](const auto& info) {
+                           std::string name = info.param.run;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace memreplay

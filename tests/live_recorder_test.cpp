@@ -1,0 +1,376 @@
+// LiveRecorder: order across threads, bounded memory, stacks, and what survives SIGKILL, a full
+// disk, exit() and fatal signals (the crash cases run in a fork()ed child).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/input_error.h"
+#include "recorder/live_recorder.h"
+#include "replayer/trace_reader.h"
+
+namespace memreplay {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+class LiveRecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("memreplay_live_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+proto::TraceHeader header() {
+  proto::TraceHeader h;
+  h.set_source("api");
+  return h;
+}
+
+Event alloc_event(uint64_t i) {
+  Event e;
+  e.kind = EventKind::alloc;
+  e.address = 0x10000 + i * 512;
+  e.size = i;
+  e.time_ns = 1'000'000 + i;
+  return e;
+}
+
+// Runs `child` in a fork()ed process; returns its wait status.
+template <typename F>
+int in_child(F child) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    child();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(LiveRecorderTest, RoundTripsEventsInOrder) {
+  {
+    LiveRecorderOptions options;
+    options.thread_buffer_events = 1u << 16;  // room for all: nothing may be dropped
+    LiveRecorder recorder(path("t.mrt"), header(), options);
+    for (uint64_t i = 0; i < 50'000; ++i) ASSERT_TRUE(recorder.record(alloc_event(i)));
+    recorder.close();
+    EXPECT_EQ(recorder.stats().recorded, 50'000u);
+    EXPECT_EQ(recorder.stats().written, 50'000u);
+    EXPECT_EQ(recorder.stats().dropped, 0u);
+  }
+  TraceReader reader(path("t.mrt"));
+  EXPECT_TRUE(reader.complete());
+  EXPECT_EQ(reader.header().source(), "api");
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_EQ(events.size(), 50'000u);
+  for (uint64_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i], alloc_event(i)) << i;
+}
+
+TEST_F(LiveRecorderTest, KeepsCauseBeforeEffectAcrossThreads) {
+  // Each event is recorded under a lock that also numbers it: the trace must show the numbers in
+  // order, however the threads interleave.
+  constexpr int kThreads = 4, kPerThread = 20'000;
+  std::mutex lock;
+  uint64_t counter = 0;
+  {
+    LiveRecorderOptions options;
+    options.thread_buffer_events = 1u << 16;
+    LiveRecorder recorder(path("t.mrt"), header(), options);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (uint64_t i = 0; i < kPerThread; ++i) {
+          std::lock_guard guard(lock);
+          Event e = alloc_event(++counter);
+          e.stream = static_cast<uint64_t>(t);
+          EXPECT_TRUE(recorder.record(e));
+        }
+      });
+    for (auto& t : threads) t.join();
+    recorder.close();
+    EXPECT_EQ(recorder.stats().threads, static_cast<uint64_t>(kThreads));
+  }
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_EQ(events.size(), static_cast<size_t>(kThreads * kPerThread));
+  for (size_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i].size, i + 1) << "event " << i;
+  for (size_t i = 1; i < events.size(); ++i) ASSERT_GE(events[i].time_ns, events[i - 1].time_ns);
+}
+
+TEST_F(LiveRecorderTest, DropsAndCountsInsteadOfBlockingWhenABufferIsFull) {
+  LiveRecorderOptions options;
+  options.thread_buffer_events = 64;
+  options.drain_interval = milliseconds(2000);  // the writer looks rarely...
+  LiveRecorder recorder(path("t.mrt"), header(), options);
+  uint64_t kept = 0;
+  for (uint64_t i = 0; i < 10'000; ++i) kept += recorder.record(alloc_event(i)) ? 1 : 0;
+  // ...though a half-full ring wakes it early, the producer outruns it: some are dropped.
+  recorder.close();
+  const LiveRecorderStats stats = recorder.stats();
+  EXPECT_EQ(stats.recorded, kept);
+  EXPECT_EQ(stats.recorded + stats.dropped, 10'000u);
+  EXPECT_GT(stats.dropped, 0u);
+
+  TraceReader reader(path("t.mrt"));
+  std::vector<Event> batch;
+  uint64_t events = 0;
+  std::string dropped_note;
+  while (reader.next_batch(batch))
+    for (const Event& e : batch) {
+      if (e.kind == EventKind::annotation) {
+        for (const auto& [k, v] : reader.annotation(e))
+          if (k == "memreplay.dropped_events") dropped_note = v;
+      } else {
+        ++events;
+      }
+    }
+  EXPECT_EQ(events, kept);
+  EXPECT_EQ(dropped_note, std::to_string(stats.dropped));
+}
+
+TEST_F(LiveRecorderTest, FlushMakesEverythingRecordedSoFarReadable) {
+  LiveRecorderOptions options;
+  options.flush_interval = milliseconds(60'000);
+  LiveRecorder recorder(path("t.mrt"), header(), options);
+  for (uint64_t i = 0; i < 1234; ++i) recorder.record(alloc_event(i));
+  ASSERT_TRUE(recorder.flush());
+  TraceReader reader(path("t.mrt"));
+  EXPECT_FALSE(reader.complete());
+  EXPECT_EQ(TraceReader::read_all(path("t.mrt")).size(), 1234u);
+  recorder.close();
+  EXPECT_TRUE(TraceReader(path("t.mrt")).complete());
+}
+
+TEST_F(LiveRecorderTest, UnwritablePathThrowsInputError) {
+  EXPECT_THROW(LiveRecorder(path("no/such/dir/t.mrt"), header()), InputError);
+}
+
+TEST_F(LiveRecorderTest, SigkillLeavesEveryWholeChunkReadable) {
+  // The child records small chunks with periodic flushes and tells us how many events were
+  // flushed for sure; we SIGKILL it mid-stream and read what it left.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const std::string trace = path("killed.mrt");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    LiveRecorderOptions options;
+    options.events_per_chunk = 100;
+    options.flush_interval = milliseconds(10);
+    auto* recorder = new LiveRecorder(trace, header(), options);
+    for (uint64_t i = 0;; ++i) {
+      while (!recorder->record(alloc_event(i))) std::this_thread::yield();
+      if (i % 1000 == 999) {
+        recorder->flush();
+        const uint64_t durable = i + 1;
+        if (write(pipe_fds[1], &durable, sizeof durable) != sizeof durable) _exit(1);
+      }
+    }
+  }
+  close(pipe_fds[1]);
+  uint64_t durable = 0;
+  while (durable < 20'000) ASSERT_EQ(read(pipe_fds[0], &durable, sizeof durable), static_cast<ssize_t>(sizeof durable));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(pipe_fds[0]);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  TraceReader reader(trace);
+  EXPECT_FALSE(reader.complete());
+  const auto events = TraceReader::read_all(trace);
+  // Everything flushed before the kill is there, in order, and nothing else but a prefix.
+  ASSERT_GE(events.size(), durable);
+  for (uint64_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i], alloc_event(i)) << "event " << i;
+}
+
+TEST_F(LiveRecorderTest, FullDiskStopsRecordingButNotTheProgram) {
+  // RLIMIT_FSIZE makes writes past 64 KiB fail as on a full disk.
+  const std::string trace = path("full.mrt");
+  const int status = in_child([&] {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {64 << 10, 64 << 10};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    LiveRecorderOptions options;
+    options.events_per_chunk = 500;
+    LiveRecorder recorder(trace, header(), options);
+    std::mt19937_64 rng(1);
+    for (uint64_t i = 0; i < 200'000; ++i) {
+      Event e = alloc_event(i);
+      e.address = rng();  // incompressible, so the limit is reached quickly
+      recorder.record(e);
+      if (i % 1000 == 0) recorder.flush();
+    }
+    recorder.close();
+    _exit(recorder.stats().failed && !recorder.error().empty() ? 42 : 1);
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42);  // the program ran to its end, the recorder knew it failed
+  const auto events = TraceReader::read_all(trace);
+  EXPECT_GT(events.size(), 0u);
+  for (uint64_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i].size, i);
+}
+
+TEST_F(LiveRecorderTest, ExitFinishesTheFile) {
+  const std::string trace = path("exit.mrt");
+  const int status = in_child([&] {
+    LiveRecorderOptions options;
+    options.flush_interval = milliseconds(60'000);
+    auto* recorder = new LiveRecorder(trace, header(), options);  // never closed by hand
+    for (uint64_t i = 0; i < 777; ++i) recorder->record(alloc_event(i));
+    std::exit(0);
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  TraceReader reader(trace);
+  EXPECT_TRUE(reader.complete());
+  EXPECT_EQ(TraceReader::read_all(trace).size(), 777u);
+}
+
+TEST_F(LiveRecorderTest, FatalSignalFlushesBeforeDying) {
+  const std::string trace = path("signal.mrt");
+  const int status = in_child([&] {
+    LiveRecorderOptions options;
+    options.flush_interval = milliseconds(60'000);
+    auto* recorder = new LiveRecorder(trace, header(), options);
+    for (uint64_t i = 0; i < 555; ++i) recorder->record(alloc_event(i));
+    raise(SIGTERM);
+    _exit(3);  // not reached
+  });
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_EQ(TraceReader::read_all(trace).size(), 555u);
+}
+
+TEST_F(LiveRecorderTest, ForkedChildDoesNotTouchTheParentsTrace) {
+  LiveRecorder recorder(path("t.mrt"), header());
+  for (uint64_t i = 0; i < 100; ++i) recorder.record(alloc_event(i));
+  const int status = in_child([&] {
+    const bool recorded = recorder.record(alloc_event(9999));
+    std::exit(recorded ? 1 : 0);  // exit() runs the exit hooks: they must leave the file alone
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (uint64_t i = 100; i < 200; ++i) recorder.record(alloc_event(i));
+  recorder.close();
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_EQ(events.size(), 200u);
+  for (uint64_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i], alloc_event(i));
+}
+
+TEST_F(LiveRecorderTest, FillsFreeSizesFromTheirAllocations) {
+  LiveRecorderOptions options;
+  options.fill_free_sizes = true;
+  {
+    LiveRecorder recorder(path("t.mrt"), header(), options);
+    Event e;
+    e.kind = EventKind::segment_alloc, e.address = 0x1000, e.size = 4096;
+    recorder.record(e);
+    e.kind = EventKind::physical_alloc, e.address = 0, e.size = 2 << 20, e.aux = 77;
+    recorder.record(e);
+    e.kind = EventKind::segment_free, e.address = 0x1000, e.size = 0, e.aux = 0;
+    recorder.record(e);
+    e.kind = EventKind::physical_free, e.address = 0, e.size = 0, e.aux = 77;
+    recorder.record(e);
+    e.kind = EventKind::segment_free, e.address = 0x9999, e.size = 0, e.aux = 0;  // unknown: stays 0
+    recorder.record(e);
+  }
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[2].size, 4096u);
+  EXPECT_EQ(events[3].size, 2u << 20);
+  EXPECT_EQ(events[4].size, 0u);
+}
+
+// Token t stands for the stack [f<t>, main] on every thread; counts what it was asked.
+class FakeResolver : public ContextResolver {
+ public:
+  explicit FakeResolver(bool stable) : stable_(stable) {}
+  void resolve(std::span<const Context> contexts, std::vector<std::vector<FrameText>>& frames) override {
+    frames.clear();
+    for (const Context& c : contexts) {
+      ++asked;
+      frames.push_back({{"lib.cc", static_cast<uint32_t>(c.token), "f" + std::to_string(c.token)}, {"main.cc", 1, "main"}});
+    }
+  }
+  bool stable_tokens() const override { return stable_; }
+  int asked = 0;
+
+ private:
+  bool stable_;
+};
+
+TEST_F(LiveRecorderTest, ResolvesContextTokensIntoStacks) {
+  for (bool stable : {true, false}) {
+    const std::string trace = path(stable ? "stable.mrt" : "unstable.mrt");
+    FakeResolver resolver(stable);
+    {
+      LiveRecorder recorder(trace, header());
+      recorder.set_context_resolver(&resolver);
+      for (uint64_t i = 0; i < 300; ++i) recorder.record(alloc_event(i), 1 + i % 3);
+      recorder.record(alloc_event(300));  // no context: no stack
+    }
+    EXPECT_EQ(resolver.asked, stable ? 3 : 300) << "stable " << stable;
+    TraceReader reader(trace);
+    std::vector<Event> events, batch;
+    while (reader.next_batch(batch)) events.insert(events.end(), batch.begin(), batch.end());
+    ASSERT_EQ(events.size(), 301u);
+    for (uint64_t i = 0; i < 300; ++i) {
+      const auto frames = reader.stack_frames(events[i].stack);
+      ASSERT_EQ(frames.size(), 2u);
+      EXPECT_EQ(frames[0].name, "f" + std::to_string(1 + i % 3));
+      EXPECT_EQ(frames[1].name, "main");
+    }
+    EXPECT_EQ(events[300].stack, 0u);
+  }
+}
+
+TEST_F(LiveRecorderTest, AnnotationsKeepTheirMetadata) {
+  {
+    LiveRecorder recorder(path("t.mrt"), header());
+    recorder.record(alloc_event(0));
+    recorder.annotate(0, {{"phase", "forward"}, {"step", "3"}});
+    recorder.record(alloc_event(1));
+  }
+  TraceReader reader(path("t.mrt"));
+  std::vector<Event> batch;
+  ASSERT_TRUE(reader.next_batch(batch));
+  ASSERT_EQ(batch.size(), 3u);
+  EXPECT_EQ(batch[1].kind, EventKind::annotation);
+  EXPECT_EQ(reader.annotation(batch[1]), (KeyValues{{"phase", "forward"}, {"step", "3"}}));
+}
+
+TEST_F(LiveRecorderTest, ThreadsThatExitGiveTheirBufferBack) {
+  LiveRecorder recorder(path("t.mrt"), header());
+  for (int round = 0; round < 20; ++round) {
+    std::thread([&] {
+      for (uint64_t i = 0; i < 100; ++i) recorder.record(alloc_event(i));
+    }).join();
+  }
+  ASSERT_TRUE(recorder.flush());
+  recorder.close();
+  EXPECT_EQ(recorder.stats().threads, 20u);
+  EXPECT_EQ(recorder.stats().recorded, 2000u);
+  EXPECT_EQ(TraceReader::read_all(path("t.mrt")).size(), 2000u);
+}
+
+}  // namespace
+}  // namespace memreplay

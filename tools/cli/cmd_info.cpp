@@ -1,0 +1,123 @@
+// memreplay info TRACE: what a trace holds, and the peak of live requested bytes with its stacks.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "replayer/trace_reader.h"
+#include "replayer/trace_summary.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/text_format.h"
+
+namespace memreplay::cli {
+namespace {
+
+nlohmann::json stack_json(TraceReader& reader, uint32_t stack) {
+  nlohmann::json frames = nlohmann::json::array();
+  if (stack != 0)
+    for (const auto& f : reader.stack_frames(stack))
+      frames.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
+  return frames;
+}
+
+nlohmann::json summarize(TraceReader& reader, const std::string& path) {
+  TraceSummarizer summarizer;
+  std::vector<Event> batch;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      reader.rewind();
+      summarizer.start_second_pass();
+    }
+    uint64_t index = 0;
+    while (reader.next_batch(batch)) {
+      summarizer.add(batch, index);
+      index += batch.size();
+    }
+  }
+  const auto& h = reader.header();
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : summarizer.finish()) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& s : d.top_stacks_at_peak)
+      top.push_back({{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(reader, s.stack)}});
+    std::string name;
+    uint64_t total = 0;
+    for (const auto& info : h.devices())
+      if (info.index() == d.device) name = info.name(), total = info.total_memory();
+    devices.push_back({{"device", d.device},
+                       {"name", name},
+                       {"total_memory", total},
+                       {"events_per_kind", d.events_per_kind},
+                       {"streams", d.streams},
+                       {"duration_ns", d.last_time_ns - d.first_time_ns},
+                       {"peak_requested_bytes", d.peak_requested_bytes},
+                       {"peak_event", d.peak_event},
+                       {"peak_time_ns", d.peak_time_ns},
+                       {"top_stacks_at_peak", top}});
+  }
+  std::map<std::string, std::string> settings(h.allocator_settings().begin(), h.allocator_settings().end());
+  return {{"trace", path},
+          {"format_version", std::to_string(h.format_major()) + "." + std::to_string(h.format_minor())},
+          {"source", h.source()},
+          {"source_file", h.source_file()},
+          {"capture_time_ns", h.capture_time_ns()},
+          {"command_line", h.command_line()},
+          {"pid", h.pid()},
+          {"starts_mid_run", h.starts_mid_run()},
+          {"complete", reader.complete()},
+          {"allocator_settings", settings},
+          {"devices", devices}};
+}
+
+void print_summary(const nlohmann::json& s) {
+  std::printf("%s: %s trace (format %s)%s\n", s["trace"].get<std::string>().c_str(),
+              s["source"].get<std::string>().c_str(), s["format_version"].get<std::string>().c_str(),
+              s["complete"].get<bool>() ? "" : ", INCOMPLETE: read up to its last whole chunk");
+  if (!s["source_file"].get<std::string>().empty())
+    std::printf("  imported from %s\n", s["source_file"].get<std::string>().c_str());
+  if (s["starts_mid_run"].get<bool>())
+    std::printf("  starts mid-run: the allocator state at its first entry was rebuilt\n");
+  for (const auto& d : s["devices"]) {
+    std::printf("device %d%s: %zu streams, %.3f s\n", d["device"].get<int>(),
+                d["name"].get<std::string>().empty() ? "" : (" (" + d["name"].get<std::string>() + ")").c_str(),
+                d["streams"].size(), d["duration_ns"].get<double>() / 1e9);
+    for (const auto& [kind, count] : d["events_per_kind"].items())
+      std::printf("  %-18s %llu\n", kind.c_str(), count.get<unsigned long long>());
+    std::printf("  peak live requested: %s (%llu bytes) at event %llu\n",
+                format_bytes(d["peak_requested_bytes"].get<uint64_t>()).c_str(),
+                d["peak_requested_bytes"].get<unsigned long long>(), d["peak_event"].get<unsigned long long>());
+    for (const auto& top : d["top_stacks_at_peak"]) {
+      if (top["stack"].empty()) continue;
+      const auto& f = top["stack"][0];
+      std::printf("    %10s in %llu blocks from %s:%d %s\n", format_bytes(top["bytes"].get<uint64_t>()).c_str(),
+                  top["blocks"].get<unsigned long long>(), f["filename"].get<std::string>().c_str(),
+                  f["line"].get<int>(), f["name"].get<std::string>().c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  struct Options {
+    std::string trace;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand(
+      "info",
+      "Summarize a trace: events per kind, devices, streams, duration, the peak of live requested "
+      "bytes and the stacks live at it.\n"
+      "  memreplay info run.mrt --json");
+  command->add_option("TRACE", options->trace, "trace file (.mrt)")->required()->check(CLI::ExistingFile);
+  command->add_flag("--json", options->json, "print JSON instead of text");
+  command->callback([options] {
+    TraceReader reader(options->trace);
+    const nlohmann::json summary = summarize(reader, options->trace);
+    if (options->json)
+      write_json(summary, "-");
+    else
+      print_summary(summary);
+  });
+}
+
+}  // namespace memreplay::cli

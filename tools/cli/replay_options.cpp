@@ -1,0 +1,51 @@
+#include "tools/cli/replay_options.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "tools/cli/text_format.h"
+
+namespace memreplay::cli {
+
+void CommonReplayOptions::add_to(CLI::App& command) {
+  command.add_option("TRACE", trace, "trace file (.mrt), from `memreplay import` or a recorder")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command.add_option("--device", device,
+                     "where to replay: sim (simulated GPU, default) or cuda[:N] (a real GPU)");
+  command.add_option("--capacity", capacity,
+                     "per-process memory cap, as set_per_process_memory_fraction sets it "
+                     "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails");
+  command.add_option("--trace-device", trace_device, "which recorded device's events to replay (default 0)");
+  command.add_flag("--lenient", lenient,
+                   "count and skip events inconsistent with the live state instead of failing");
+  command.add_flag("--keep-going", keep_going, "do not stop at the first OOM; count them all");
+}
+
+ReplayRequest CommonReplayOptions::request_for(const std::string& policy_spec) const {
+  ReplayRequest request;
+  request.trace_path = trace;
+  request.policy_spec = policy_spec;
+  request.device_spec = device;
+  if (!capacity.empty()) request.capacity = parse_bytes(capacity, "--capacity");
+  request.options.trace_device = trace_device;
+  request.options.lenient = lenient;
+  request.options.continue_after_oom = keep_going;
+  return request;
+}
+
+void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
+  std::printf("%-44s %12s %12s %12s %7s %7s %7s %6s %9s %10s\n", "policy", "reserved", "allocated",
+              "requested", "frag", "allocs", "frees", "retry", "oom@", "seconds");
+  for (const auto& m : rows) {
+    const std::string oom = m.oom_at_event ? std::to_string(*m.oom_at_event) : "-";
+    std::printf("%-44s %12s %12s %12s %7s %7llu %7llu %6llu %9s %10.4f\n", m.policy.c_str(),
+                format_bytes(m.reserved_peak).c_str(), format_bytes(m.allocated_peak).c_str(),
+                format_bytes(m.requested_peak).c_str(), format_percent(m.fragmentation_at_peak).c_str(),
+                static_cast<unsigned long long>(m.device_alloc_calls),
+                static_cast<unsigned long long>(m.device_free_calls),
+                static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.replay_seconds);
+  }
+}
+
+}  // namespace memreplay::cli

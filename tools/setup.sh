@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to a working memreplay: installs what is missing
+# (apt-get, idempotent), builds into build/, then imports a bundled real PyTorch trace and compares
+# allocator policies on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libcli11-dev
+          libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
+          nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+
+# The main job, on a bundled real trace: import it, summarize it, compare policies.
+memreplay=build/tools/memreplay
+"$memreplay" import traces/gpt2_train.default.pickle.xz -o build/gpt2_train.mrt
+"$memreplay" info build/gpt2_train.mrt
+"$memreplay" compare build/gpt2_train.mrt \
+  --policy pytorch --policy pytorch:expandable_segments:True \
+  --policy pytorch:max_split_size_mb:64 --policy 'pytorch:roundup_power2_divisions:4' \
+  --policy passthrough
