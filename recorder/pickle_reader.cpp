@@ -176,14 +176,16 @@ class RefStack {
   uint32_t back() const { return buf_[size_ - 1]; }
   uint32_t operator[](size_t i) const { return buf_[i]; }
   const uint32_t* data() const { return buf_.data(); }
-  void push(uint32_t ref) {
-    if (size_ == buf_.size()) buf_.resize(buf_.size() * 2 + 256);
+  [[gnu::always_inline]] void push(uint32_t ref) {
+    if (size_ == buf_.size()) grow();
     buf_[size_++] = ref;
   }
   void pop() { --size_; }
   void resize(size_t n) { size_ = n; }  // n <= size()
 
  private:
+  [[gnu::noinline]] void grow() { buf_.resize(buf_.size() * 2 + 256); }
+
   std::vector<uint32_t> buf_;
   size_t size_ = 0;
 };
@@ -202,7 +204,6 @@ class Unpickler {
     tree_.data_ = data_;
     // Snapshot pickles need about one container per 70 input bytes and one item per 5.
     tree_.containers_.reserve(data_.size() / 64 + 16);
-    tree_.segments_.reserve(data_.size() / 64 + 16);
     tree_.children_.reserve(data_.size() / 4 + 16);
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
@@ -308,27 +309,34 @@ class Unpickler {
     push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
   }
   [[gnu::always_inline]] uint32_t add_container(Kind kind) {
-    tree_.containers_.push_back({kind, 0, Tree::kNoSegment, Tree::kNoSegment});
+    tree_.containers_.push_back({kind, 0, 0, Tree::kNoSegment});
     return static_cast<uint32_t>(tree_.containers_.size() - 1);
   }
 
-  // Moves stack[from..] to the end of `container`'s items.
+  // Moves stack[from..] to the end of `container`'s items (see Tree::Container for the layout).
   void append_items(uint32_t container, size_t from) {
-    const size_t count = stack_.size() - from;
+    const auto count = static_cast<uint32_t>(stack_.size() - from);
     if (count == 0) return;
     auto& segments = tree_.segments_;
     auto& children = tree_.children_;
+    const auto end = static_cast<uint32_t>(children.size());
     Tree::Container& c = tree_.containers_[container];
-    if (c.count > 0 && segments[c.last_segment].begin + segments[c.last_segment].count == children.size()) {
-      segments[c.last_segment].count += static_cast<uint32_t>(count);  // continues its last run
-    } else {
-      const auto seg = static_cast<uint32_t>(segments.size());
-      segments.push_back({static_cast<uint32_t>(children.size()), static_cast<uint32_t>(count), Tree::kNoSegment});
-      if (c.count == 0) c.first_segment = seg;
-      else segments[c.last_segment].next = seg;
-      c.last_segment = seg;
+    if (c.count == 0) {
+      c.begin = end;
+    } else if (c.runs == Tree::kNoSegment) {
+      if (c.begin + c.count != end) {  // another container's items came in between: chain runs
+        c.runs = static_cast<uint32_t>(segments.size());
+        segments.push_back({c.begin, c.count, c.runs + 1});
+        segments.push_back({end, 0, Tree::kNoSegment});
+        c.begin = c.runs + 1;
+      }
+    } else if (Tree::Segment& last = segments[c.begin]; last.begin + last.count != end) {
+      last.next = static_cast<uint32_t>(segments.size());
+      segments.push_back({end, 0, Tree::kNoSegment});
+      c.begin = last.next;
     }
-    c.count += static_cast<uint32_t>(count);
+    if (c.runs != Tree::kNoSegment) segments[c.begin].count += count;
+    c.count += count;
     children.insert(children.end(), stack_.data() + from, stack_.data() + stack_.size());
     stack_.resize(from);
   }

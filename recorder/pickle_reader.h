@@ -99,49 +99,60 @@ class Tree {
   static constexpr uint32_t kScalarBit = 0x80000000u;
   static constexpr uint32_t kNoSegment = 0xffffffffu;
 
-  // Iterates a container's items run by run (see Segment); `step` is 2 for dict pairs.
+  // Walks a container's items run by run (see Container); `step` is 2 for dict pairs.
   class ChildCursor {
    public:
-    ChildCursor(const Tree* tree, uint32_t segment) : tree_(tree), segment_(segment) {}
-    bool done() const { return segment_ == kNoSegment; }
-    uint32_t at(uint32_t offset) const {
-      return tree_->children_[tree_->segments_[segment_].begin + pos_ + offset];
-    }
+    ChildCursor() = default;
+    ChildCursor(const Tree* tree, const uint32_t* begin, const uint32_t* end, uint32_t next_run)
+        : tree_(tree), p_(begin), end_(end), next_(next_run) {}
+    bool done() const { return p_ == end_; }
+    uint32_t at(uint32_t offset) const { return p_[offset]; }
     void advance(uint32_t step) {
-      pos_ += step;
-      if (pos_ >= tree_->segments_[segment_].count) {
-        segment_ = tree_->segments_[segment_].next;
-        pos_ = 0;
-      }
+      p_ += step;
+      if (p_ >= end_) *this = tree_->run_cursor(next_);
     }
+
    private:
-    const Tree* tree_;
-    uint32_t segment_;
-    uint32_t pos_ = 0;
+    const Tree* tree_ = nullptr;
+    const uint32_t* p_ = nullptr;
+    const uint32_t* end_ = nullptr;
+    uint32_t next_ = kNoSegment;
   };
   ChildCursor first_child(uint32_t ref) const {
-    if (ref & kScalarBit) return ChildCursor(this, kNoSegment);
+    if (ref & kScalarBit) return {};
     const Container& c = containers_[ref];
-    return ChildCursor(this, c.count > 0 ? c.first_segment : kNoSegment);
+    if (c.count == 0) return {};
+    if (c.runs != kNoSegment) return run_cursor(c.runs);
+    const uint32_t* begin = children_.data() + c.begin;
+    return ChildCursor(this, begin, begin + c.count, kNoSegment);
   }
 
  private:
   friend class Value;
   friend class Unpickler;
 
+  // A list, tuple, dict or set. Most containers get their items in one batch: those are one run
+  // [begin, begin + count) of children_. Items arrive in several batches when a container is
+  // long (APPENDS/SETITEMS carry at most 1000) and other containers are built in between; then
+  // `runs` starts a chain of Segments and `begin` is the last Segment, where the next batch goes.
   struct Container {
     Kind kind;
-    uint32_t count;          // items; keys and values both counted for dicts
-    uint32_t first_segment;  // kNoSegment while empty
-    uint32_t last_segment;   // where the next batch is linked
+    uint32_t count;  // items; keys and values both counted for dicts
+    uint32_t begin;
+    uint32_t runs;   // kNoSegment while all items are one run
   };
-  // Items arrive in batches (APPENDS/SETITEMS hold at most 1000 each, and other containers are
-  // built between them), so a container's items are a chain of runs in `children_`.
   struct Segment {
     uint32_t begin;
     uint32_t count;
     uint32_t next;
   };
+
+  ChildCursor run_cursor(uint32_t segment) const {
+    if (segment == kNoSegment) return {};
+    const Segment& s = segments_[segment];
+    const uint32_t* begin = children_.data() + s.begin;
+    return ChildCursor(this, begin, begin + s.count, s.next);
+  }
 
   Kind scalar_kind(uint32_t offset) const;
   int64_t scalar_int(uint32_t offset) const;
@@ -201,7 +212,7 @@ inline Kind Value::kind() const {
   if (ref_ & Tree::kScalarBit) return tree_->scalar_kind(ref_ & ~Tree::kScalarBit);
   return tree_->containers_[ref_].kind;
 }
-inline std::optional<int64_t> Value::int_value() const {
+[[gnu::always_inline]] inline std::optional<int64_t> Value::int_value() const {
   if (!(ref_ & Tree::kScalarBit)) return std::nullopt;
   const uint32_t offset = ref_ & ~Tree::kScalarBit;
   const char* p = tree_->data_.data() + offset;
@@ -300,11 +311,11 @@ class Value::PairRange {
 
 inline Value::ItemRange Value::items() const {
   return ItemRange(tree_, is_sequence() ? tree_->first_child(ref_)
-                                        : Tree::ChildCursor(tree_, Tree::kNoSegment));
+                                        : Tree::ChildCursor());
 }
 inline Value::PairRange Value::pairs() const {
   return PairRange(tree_, is(Kind::dict) ? tree_->first_child(ref_)
-                                         : Tree::ChildCursor(tree_, Tree::kNoSegment));
+                                         : Tree::ChildCursor());
 }
 
 template <typename F>
@@ -312,10 +323,14 @@ void Value::for_each_child(uint32_t step, F&& f) const {
   if (ref_ & Tree::kScalarBit) return;
   const Tree::Container& c = tree_->containers_[ref_];
   if (c.count == 0) return;
-  for (uint32_t seg = c.first_segment; seg != Tree::kNoSegment; seg = tree_->segments_[seg].next) {
-    const uint32_t* p = tree_->children_.data() + tree_->segments_[seg].begin;
-    const uint32_t* end = p + tree_->segments_[seg].count;
-    for (; p < end; p += step) f(p);
+  const uint32_t* children = tree_->children_.data();
+  if (c.runs == Tree::kNoSegment) {  // the common case: one run
+    for (const uint32_t *p = children + c.begin, *end = p + c.count; p < end; p += step) f(p);
+    return;
+  }
+  for (uint32_t seg = c.runs; seg != Tree::kNoSegment; seg = tree_->segments_[seg].next) {
+    const Tree::Segment& run = tree_->segments_[seg];
+    for (const uint32_t *p = children + run.begin, *end = p + run.count; p < end; p += step) f(p);
   }
 }
 template <typename F>

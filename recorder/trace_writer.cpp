@@ -1,9 +1,9 @@
 #include "recorder/trace_writer.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -48,7 +48,8 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   if (lead >= 0xe0 && lead <= 0xef)
     return follows(1, lead == 0xe0 ? 0xa0 : 0x80, lead == 0xed ? 0x9f : 0xbf) && follows(2) ? 3 : 0;
   if (lead >= 0xf0 && lead <= 0xf4)
-    return follows(1, lead == 0xf0 ? 0x90 : 0x80, lead == 0xf4 ? 0x8f : 0xbf) && follows(2) && follows(3) ? 4 : 0;
+    return follows(1, lead == 0xf0 ? 0x90 : 0x80, lead == 0xf4 ? 0x8f : 0xbf) && follows(2) && follows(3) ? 4
+                                                                                                          : 0;
   return 0;
 }
 
@@ -71,8 +72,8 @@ std::string valid_utf8(std::string_view text) {
 
 // Every string field of the header (see valid_utf8).
 void make_utf8(proto::TraceHeader& header) {
-  for (std::string* text : {header.mutable_source(), header.mutable_source_file(), header.mutable_command_line(),
-                            header.mutable_producer()})
+  for (std::string* text : {header.mutable_source(), header.mutable_source_file(),
+                            header.mutable_command_line(), header.mutable_producer()})
     *text = valid_utf8(*text);
   for (proto::DeviceInfo& device : *header.mutable_devices()) device.set_name(valid_utf8(device.name()));
   google::protobuf::Map<std::string, std::string> settings;
@@ -101,7 +102,8 @@ size_t TraceWriter::StackHash::operator()(const std::vector<uint32_t>& frames) c
 TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
     : path_(std::move(path)), options_(options), cctx_(ZSTD_createCCtx()) {
   if (options_.events_per_chunk == 0 || options_.events_per_chunk > kMaxEventsPerChunk)
-    throw std::invalid_argument("TraceWriter: events_per_chunk must be 1 to " + std::to_string(kMaxEventsPerChunk));
+    throw std::invalid_argument("TraceWriter: events_per_chunk must be 1 to " +
+                                std::to_string(kMaxEventsPerChunk));
   if (!cctx_) throw std::bad_alloc();
   file_path_ = options_.atomic ? path_ + ".tmp." + std::to_string(::getpid()) : path_;
   fd_ = ::open(file_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -120,8 +122,7 @@ void TraceWriter::discard_output() noexcept {
 }
 
 void TraceWriter::require_writing(const char* call) const {
-  static constexpr const char* kWhy[] = {" before begin()", "", " after finish()",
-                                         " after a write error"};
+  static constexpr const char* kWhy[] = {" before begin()", "", " after finish()", " after a write error"};
   if (state_ != State::writing)
     throw std::logic_error(std::string("TraceWriter::") + call + kWhy[static_cast<int>(state_)]);
 }
@@ -255,8 +256,7 @@ void TraceWriter::write_chunk() {
   if (count > 0) {  // a chunk of only interning tables has no time range
     entry->set_min_time_ns(chunk_min_time_);
     entry->set_max_time_ns(chunk_max_time_);
-    if (next_event_ == 0 || chunk_min_time_ < footer_.min_time_ns())
-      footer_.set_min_time_ns(chunk_min_time_);
+    if (next_event_ == 0 || chunk_min_time_ < footer_.min_time_ns()) footer_.set_min_time_ns(chunk_min_time_);
     footer_.set_max_time_ns(std::max(footer_.max_time_ns(), chunk_max_time_));
   }
   write_bytes(format::encode_record(format::RecordType::chunk, compressed_));

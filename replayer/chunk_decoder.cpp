@@ -10,7 +10,18 @@ namespace memreplay {
 namespace {
 
 // The event columns, fields 3..11 of Chunk in field order.
-enum Column : int { kKind, kTimeDelta, kDevice, kStream, kAddressDelta, kSize, kStack, kFlags, kAux, kColumns };
+enum Column : int {
+  kKind,
+  kTimeDelta,
+  kDevice,
+  kStream,
+  kAddressDelta,
+  kSize,
+  kStack,
+  kFlags,
+  kAux,
+  kColumns
+};
 constexpr int kFirstColumnField = proto::Chunk::kKindFieldNumber;
 static_assert(proto::Chunk::kTimeDeltaFieldNumber == kFirstColumnField + int{kTimeDelta} &&
               proto::Chunk::kDeviceFieldNumber == kFirstColumnField + int{kDevice} &&
@@ -20,8 +31,8 @@ static_assert(proto::Chunk::kTimeDeltaFieldNumber == kFirstColumnField + int{kTi
               proto::Chunk::kStackFieldNumber == kFirstColumnField + int{kStack} &&
               proto::Chunk::kFlagsFieldNumber == kFirstColumnField + int{kFlags} &&
               proto::Chunk::kAuxFieldNumber == kFirstColumnField + int{kAux});
-constexpr const char* kColumnNames[kColumns] = {"kind", "time_delta", "device", "stream", "address_delta",
-                                                "size", "stack", "flags", "aux"};
+constexpr const char* kColumnNames[kColumns] = {
+    "kind", "time_delta", "device", "stream", "address_delta", "size", "stack", "flags", "aux"};
 
 struct Span {
   const uint8_t* begin = nullptr;
@@ -59,12 +70,17 @@ const char* split_chunk(std::string_view bytes, Columns& columns, std::string& o
       case 0:
         if (!read_varint(p, end, ignored)) return "chunk has a malformed varint";
         break;
-      case 1: length = 8; break;
+      case 1:
+        length = 8;
+        break;
       case 2:
         if (!read_varint(p, end, length)) return "chunk has a malformed length";
         break;
-      case 5: length = 4; break;
-      default: return "chunk has a field of an unsupported wire type";
+      case 5:
+        length = 4;
+        break;
+      default:
+        return "chunk has a field of an unsupported wire type";
     }
     if (length > static_cast<uint64_t>(end - p)) return "chunk has a field running past its end";
     const uint64_t column = (tag >> 3) - kFirstColumnField;
@@ -73,7 +89,8 @@ const char* split_chunk(std::string_view bytes, Columns& columns, std::string& o
       if (columns[column].begin != nullptr) return "chunk has a column twice";
       columns[column] = Span{p, p + length};
     } else {
-      other_fields.append(reinterpret_cast<const char*>(field_start), static_cast<size_t>(p + length - field_start));
+      other_fields.append(reinterpret_cast<const char*>(field_start),
+                          static_cast<size_t>(p + length - field_start));
     }
     p += length;
   }
@@ -87,7 +104,8 @@ class ColumnReader {
  public:
   ColumnReader() = default;
   ColumnReader(Span column, size_t values)
-      : p_(column.begin), end_(column.end),
+      : p_(column.begin),
+        end_(column.end),
         one_byte_(column.size() == values && std::all_of(p_, end_, [](uint8_t b) { return b < 0x80; })) {}
 
   // How many values next<false>() may read before it could load past the column's end: each
@@ -148,7 +166,8 @@ void decode_rows(const uint8_t* kinds, ColumnReaders& r, uint64_t time, Event* e
   };
   for (size_t i = 0; i < n;) {
     size_t run = n - i;
-    for (int column = kTimeDelta; column <= kStack; ++column) run = std::min(run, r[column].unchecked_reads());
+    for (int column = kTimeDelta; column <= kStack; ++column)
+      run = std::min(run, r[column].unchecked_reads());
     if (kHasFlags) run = std::min(run, r[kFlags].unchecked_reads());
     if (kHasAux) run = std::min(run, r[kAux].unchecked_reads());
     if (run == 0) {
@@ -185,7 +204,8 @@ std::optional<std::string> check_tables(const proto::Chunk& c) {
 
 // Fills out with the chunk's events, undoing the delta encoding, and checks kinds, stack ids and
 // annotation indexes.
-std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& chunk, std::vector<Event>& out) {
+std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& chunk,
+                                          std::vector<Event>& out) {
   static_assert(kEventKindCount <= 128, "kinds are decoded as one-byte varints");
   const size_t n = c[kKind].size();
   const uint8_t* const kinds = c[kKind].begin;
@@ -197,7 +217,8 @@ std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& 
   }
   if (bad_kind) {
     for (size_t i = 0; i < n; ++i)
-      if (!is_valid_event_kind(kinds[i])) return at_event(chunk, i, "invalid event kind " + std::to_string(kinds[i]));
+      if (!is_valid_event_kind(kinds[i]))
+        return at_event(chunk, i, "invalid event kind " + std::to_string(kinds[i]));
   }
 
   ColumnReaders readers;

@@ -77,7 +77,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   if (event.size == 0) {  // never reaches a real allocator (null pointer)
     return;
   }
-  const auto block = policy_.allocate(event.size, event.stream);
+  const auto block = timed_allocate(event.size, event.stream);
   if (!block) {
     ++metrics_.ooms;
     if (!metrics_.oom_at_event) {
@@ -105,9 +105,34 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   }
   allocated_ -= it->second.size;
   requested_ -= it->second.requested;
-  policy_.free(it->second.policy_address);
+  timed_free(it->second.policy_address);
   live_.erase(it);
   after_change(event.time_ns);
+}
+
+uint64_t ReplaySession::device_calls() const {
+  const auto& c = device_.counters();
+  return c.malloc_calls + c.free_calls + c.map_calls + c.unmap_calls + c.reserve_calls + c.release_calls +
+         c.pool_grow_calls + c.pool_trim_calls + c.failed_calls;
+}
+
+std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stream) {
+  if (!options_.time_operations) return policy_.allocate(bytes, stream);
+  const uint64_t calls_before = device_calls();
+  const auto start = std::chrono::steady_clock::now();
+  auto block = policy_.allocate(bytes, stream);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  (device_calls() == calls_before ? allocate_cached_ : allocate_device_).record(static_cast<uint64_t>(ns.count()));
+  return block;
+}
+
+void ReplaySession::timed_free(uint64_t address) {
+  if (!options_.time_operations) return policy_.free(address);
+  const uint64_t calls_before = device_calls();
+  const auto start = std::chrono::steady_clock::now();
+  policy_.free(address);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  (device_calls() == calls_before ? free_cached_ : free_device_).record(static_cast<uint64_t>(ns.count()));
 }
 
 void ReplaySession::on_preexisting_segment(const Event& event) {
@@ -173,11 +198,18 @@ ReplayMetrics ReplaySession::finish() {
       {"malloc", c.malloc_calls},   {"free", c.free_calls},     {"reserve", c.reserve_calls},
       {"release", c.release_calls}, {"map", c.map_calls},       {"unmap", c.unmap_calls},
       {"failed", c.failed_calls},   {"reserved_bytes_at_end", c.reserved_bytes},
+      {"pool_malloc", c.pool_malloc_calls}, {"pool_free", c.pool_free_calls},
+      {"pool_grow", c.pool_grow_calls},     {"pool_trim", c.pool_trim_calls},
+      {"pool_reserved_peak", c.pool_reserved_peak}, {"pool_used_peak", c.pool_used_peak},
   };
   metrics_.policy_stats = policy_.stats();
   if (const auto it = metrics_.policy_stats.find("num_alloc_retries"); it != metrics_.policy_stats.end())
     metrics_.alloc_retries = it->second;
   metrics_.replay_seconds = std::chrono::duration<double>(elapsed_).count();
+  metrics_.device_call_seconds = static_cast<double>(c.device_call_ns) / 1e9;
+  if (options_.time_operations)
+    metrics_.latency = OperationLatencies{allocate_cached_.summary(), allocate_device_.summary(),
+                                          free_cached_.summary(), free_device_.summary()};
   metrics_.timeline = timeline_.points();
   return metrics_;
 }

@@ -17,11 +17,13 @@
 #include <map>
 #include <span>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include "policies/policy.h"
 #include "proto/event.h"
+#include "replayer/latency_histogram.h"
 #include "replayer/metrics.h"
 #include "replayer/timeline.h"
 
@@ -33,6 +35,9 @@ struct ReplayOptions {
   bool lenient = false;         // count and skip inconsistent events instead of failing
   bool continue_after_oom = false;
   size_t timeline_points = 1024;
+  // Time every allocate/free and split the latencies into served-from-cache and
+  // needed-a-device-call (costs two clock reads per operation; for real-GPU runs).
+  bool time_operations = false;
 };
 
 class ReplaySession {
@@ -64,19 +69,24 @@ class ReplaySession {
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void after_change(uint64_t time_ns);
   void inconsistent(uint64_t trace_index, const std::string& what);
+  uint64_t device_calls() const;
+  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream);
+  void timed_free(uint64_t address);
 
   Policy& policy_;
   Device& device_;
   ReplayOptions options_;
   ReplayMetrics metrics_;
   Timeline timeline_;
-  std::unordered_map<uint64_t, LiveBlock> live_;       // trace address -> block
-  std::unordered_set<uint64_t> failed_allocations_;    // trace addresses whose alloc OOMed
+  // Open addressing: the per-event lookups are the engine's hot path.
+  absl::flat_hash_map<uint64_t, LiveBlock> live_;       // trace address -> block
+  absl::flat_hash_set<uint64_t> failed_allocations_;    // trace addresses whose alloc OOMed
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
   uint64_t allocated_ = 0;
   uint64_t requested_ = 0;
   uint64_t replay_index_ = 0;  // alloc + free_completed events seen
   bool stopped_ = false;
+  LatencyHistogram allocate_cached_, allocate_device_, free_cached_, free_device_;
   std::chrono::steady_clock::duration elapsed_{};
 };
 

@@ -10,6 +10,18 @@ nlohmann::json optional_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+nlohmann::json latency_json(const LatencySummary& s) {
+  return {{"count", s.count}, {"p50_ns", s.p50_ns}, {"p90_ns", s.p90_ns},
+          {"p99_ns", s.p99_ns}, {"max_ns", s.max_ns}, {"mean_ns", s.mean_ns}};
+}
+
+nlohmann::json latency_json(const std::optional<OperationLatencies>& l) {
+  if (!l) return nullptr;
+  return {{"allocate", {{"cached", latency_json(l->allocate_cached)},
+                        {"device_call", latency_json(l->allocate_device_call)}}},
+          {"free", {{"cached", latency_json(l->free_cached)}, {"device_call", latency_json(l->free_device_call)}}}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const ReplayMetrics& m) {
@@ -36,6 +48,8 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"preexisting_segments", m.preexisting_segments},
       {"skipped_events", m.skipped_events},
       {"replay_seconds", m.replay_seconds},
+      {"device_call_seconds", m.device_call_seconds},
+      {"latency", latency_json(m.latency)},
       {"fragmentation_at_peak", m.fragmentation_at_peak},
       {"free_fragmentation_at_peak", m.free_fragmentation_at_peak},
       {"largest_free_at_peak", m.largest_free_at_peak},

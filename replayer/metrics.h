@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "replayer/latency_histogram.h"
+
 namespace memreplay {
 
 inline constexpr int kMetricsSchemaVersion = 1;
@@ -20,6 +22,14 @@ struct TimelinePoint {
   uint64_t reserved = 0;   // maximum within the bucket
   uint64_t allocated = 0;
   uint64_t requested = 0;
+};
+
+// Per-operation latencies, split by whether the operation needed a device call.
+struct OperationLatencies {
+  LatencySummary allocate_cached;
+  LatencySummary allocate_device_call;
+  LatencySummary free_cached;
+  LatencySummary free_device_call;
 };
 
 struct ReplayMetrics {
@@ -42,6 +52,8 @@ struct ReplayMetrics {
   uint64_t preexisting_segments = 0;           // adopted from a trace that starts mid-run
   uint64_t skipped_events = 0;                 // inconsistent events skipped under --lenient
   double replay_seconds = 0;
+  double device_call_seconds = 0;  // inside driver calls (real devices only)
+  std::optional<OperationLatencies> latency;  // with --time-operations
   // At the moment reserved memory peaked:
   double fragmentation_at_peak = 0;          // 1 - allocated/reserved
   double free_fragmentation_at_peak = 0;     // 1 - largest_free/total_free (0 when nothing free)

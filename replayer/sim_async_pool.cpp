@@ -34,25 +34,59 @@ std::optional<uint64_t> SimAsyncPool::allocate(uint64_t bytes, StreamId stream, 
   return address;
 }
 
+const bool kRemap = std::getenv("POOL_REMAP") != nullptr;
+const bool kRemapLow = std::getenv("POOL_REMAP_LOW") != nullptr;
+const uint64_t kPage = std::getenv("POOL_PAGE") ? std::strtoull(std::getenv("POOL_PAGE"), nullptr, 10) : (2ull << 20);
+
 bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   // Extend the free range at the top of the pool, if this stream may use it, by whole chunks.
   uint64_t tail = 0;
+  uint64_t tail_start = end_;
   StreamId owner = kAnyStream;
   if (!free_.empty() && !kNoTailExtend) {
     const auto last = std::prev(free_.end());
-    if (last->second.end == end_ && chunks_.contains(end_ - kChunkBytes) &&
-        (last->second.owner == kAnyStream || last->second.owner == stream)) {
+    if (last->second.end == end_ && (last->second.owner == kAnyStream || last->second.owner == stream)) {
       tail = last->second.end - last->first;
+      tail_start = last->first;
       owner = last->second.owner;
     }
   }
-  const uint64_t bytes = round_up(span - tail, kChunkBytes);
-  if (bytes > growth_room) return false;
-  for (uint64_t chunk = end_; chunk < end_ + bytes; chunk += kChunkBytes) chunks_.insert(chunk);
-  insert_free(end_, FreeRange{end_ + bytes, owner, 0});
-  end_ += bytes;
+  uint64_t need = round_up(span - tail, kPage);
+  uint64_t moved = 0;
+  if (kRemap) {
+    // wholly free pages elsewhere, usable by this stream
+    std::vector<uint64_t> pages;
+    for (const auto& [start, range] : free_) {
+      if (start == tail_start && range.end == end_) continue;
+      if (!(range.owner == kAnyStream || range.owner == stream)) continue;
+      for (uint64_t p = base_ + round_up(start - base_, kPage); p + kPage <= range.end; p += kPage) pages.push_back(p);
+    }
+    if (!kRemapLow) std::sort(pages.rbegin(), pages.rend());
+    const uint64_t want = need / kPage;
+    if (pages.size() > want) pages.resize(want);
+    for (const uint64_t page : pages) {
+      const auto it = std::prev(free_.upper_bound(page));
+      const uint64_t start = it->first;
+      const FreeRange range = it->second;
+      erase_free(it);
+      if (start < page) {
+        free_.emplace(start, FreeRange{page, range.owner, range.free_seq});
+        by_size_[range.owner].emplace(page - start, start);
+      }
+      if (page + kPage < range.end) {
+        free_.emplace(page + kPage, range);
+        by_size_[range.owner].emplace(range.end - page - kPage, page + kPage);
+      }
+      moved += kPage;
+    }
+    need -= moved;
+  }
+  const uint64_t bytes = need == 0 ? 0 : round_up(need, kChunkBytes);
+  if (bytes > growth_room) return false;  // (remapped pages stay moved; fine for experiments)
+  insert_free(end_, FreeRange{end_ + bytes + moved, owner, 0});
+  end_ += bytes + moved;
   reserved_ += bytes;
-  ++grow_count_;
+  if (bytes) ++grow_count_;
   return true;
 }
 

@@ -84,8 +84,8 @@ void TraceReader::read_header() {
 
   const uint32_t ours = proto::FORMAT_MAJOR;
   if (header_.format_major() > ours)
-    fail(at, "format version " + std::to_string(header_.format_major()) +
-                 " is newer than this reader's " + std::to_string(ours) + "; upgrade memreplay");
+    fail(at, "format version " + std::to_string(header_.format_major()) + " is newer than this reader's " +
+                 std::to_string(ours) + "; upgrade memreplay");
   if (header_.format_major() < 1)
     fail(at, "format version " + std::to_string(header_.format_major()) + " is not a valid version");
   data_start_ = at + sizeof head + record->length;
@@ -282,7 +282,8 @@ std::string_view TraceReader::decompress(const ChunkRef& ref) {
     fail(ref.offset, "chunk is not a zstd frame of a plausible size");
   if (decompressed_.size() < content) decompressed_.resize(content);
   const size_t got = ZSTD_decompressDCtx(dctx_.get(), decompressed_.data(), content, payload, ref.length);
-  if (ZSTD_isError(got)) fail(ref.offset, std::string("chunk does not decompress: ") + ZSTD_getErrorName(got));
+  if (ZSTD_isError(got))
+    fail(ref.offset, std::string("chunk does not decompress: ") + ZSTD_getErrorName(got));
   if (got != content) fail(ref.offset, "chunk decompresses to fewer bytes than its frame says");
   return {decompressed_.data(), got};
 }

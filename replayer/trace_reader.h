@@ -120,8 +120,8 @@ class TraceReader {
   std::vector<unsigned char> record_;
   std::vector<char> decompressed_;
   ChunkDecoder decoder_;
-  proto::Chunk chunk_;        // the chunk of the current batch
-  proto::Chunk side_chunk_;   // chunks read for their tables or times only
+  proto::Chunk chunk_;       // the chunk of the current batch
+  proto::Chunk side_chunk_;  // chunks read for their tables or times only
   std::vector<Event> side_events_;
   std::unique_ptr<ZSTD_DCtx_s, DCtxDeleter> dctx_;
 

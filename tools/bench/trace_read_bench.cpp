@@ -43,7 +43,8 @@ std::vector<Event> synthetic_events(size_t count) {
     size_t live = 0;
     for (int i = 0; i < 3000 || live > 0; ++i) {
       if (i < 3000 && (live == 0 || rng() % 2 == 0)) {
-        program.push_back({true, sizes[size_rank(rng) % sizes.size()], static_cast<uint32_t>(1 + rng() % 300)});
+        program.push_back(
+            {true, sizes[size_rank(rng) % sizes.size()], static_cast<uint32_t>(1 + rng() % 300)});
         ++live;
       } else {
         program.push_back({false, std::min<uint64_t>(rng() % 16, live - 1), 0});  // recent blocks die first
@@ -53,7 +54,7 @@ std::vector<Event> synthetic_events(size_t count) {
   }
 
   std::unordered_map<uint64_t, std::vector<uint64_t>> cached;  // size -> free addresses
-  std::vector<std::pair<uint64_t, uint64_t>> live;              // (address, size)
+  std::vector<std::pair<uint64_t, uint64_t>> live;             // (address, size)
   uint64_t time = 1'722'000'000'000'000'000ull;
   uint64_t next_segment = 0x7f00'0000'0000ull, bump = 0, segment_end = 0;
   std::vector<Event> events;
@@ -115,9 +116,9 @@ void write_events(const std::string& path, const std::vector<Event>& events, Tra
 
 // A temporary file, removed at exit.
 struct TempTrace {
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("memreplay_bench_" + std::to_string(::getpid()) + ".mrt"))
-                         .string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("memreplay_bench_" + std::to_string(::getpid()) + ".mrt"))
+          .string();
   ~TempTrace() { std::filesystem::remove(path); }
 };
 
@@ -143,9 +144,8 @@ void BM_ReadTrace(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
-  state.counters["bytes_per_event"] =
-      static_cast<double>(std::filesystem::file_size(path)) * static_cast<double>(state.iterations()) /
-      static_cast<double>(events);
+  state.counters["bytes_per_event"] = static_cast<double>(std::filesystem::file_size(path)) *
+                                      static_cast<double>(state.iterations()) / static_cast<double>(events);
 }
 BENCHMARK(BM_ReadTrace)->Unit(benchmark::kMillisecond);
 
@@ -153,13 +153,16 @@ BENCHMARK(BM_ReadTrace)->Unit(benchmark::kMillisecond);
 void BM_WriteTrace(benchmark::State& state) {
   TempTrace out;
   const auto& events = bench_events();
-  for (auto _ : state)
-    write_events(out.path, events, {.zstd_level = static_cast<int>(state.range(0))});
+  for (auto _ : state) write_events(out.path, events, {.zstd_level = static_cast<int>(state.range(0))});
   state.SetItemsProcessed(static_cast<int64_t>(events.size() * state.iterations()));
   state.counters["bytes_per_event"] =
       static_cast<double>(std::filesystem::file_size(out.path)) / static_cast<double>(events.size());
 }
-BENCHMARK(BM_WriteTrace)->Arg(TraceWriterOptions{}.zstd_level)->Arg(3)->Arg(19)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteTrace)
+    ->Arg(TraceWriterOptions{}.zstd_level)
+    ->Arg(3)
+    ->Arg(19)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace memreplay

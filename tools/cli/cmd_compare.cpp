@@ -32,7 +32,10 @@ void add_compare_command(CLI::App& app) {
       rows.push_back(run_replay(options->common.request_for(spec)));
       all.push_back(to_json(rows.back()));
     }
-    if (options->json != "-") print_metrics_table(rows);
+    if (options->json != "-") {
+      print_metrics_table(rows);
+      for (const auto& m : rows) print_latency_table(m);
+    }
     if (!options->json.empty())
       write_json({{"trace", options->common.trace}, {"results", all}}, options->json);
   });

@@ -28,7 +28,10 @@ void add_replay_command(CLI::App& app) {
   command->add_option("--json", options->json, "write the metrics as JSON to FILE (- for stdout)");
   command->callback([options] {
     const ReplayMetrics m = run_replay(options->common.request_for(options->policy));
-    if (options->json != "-") print_metrics_table({m});
+    if (options->json != "-") {
+      print_metrics_table({m});
+      print_latency_table(m);
+    }
     if (m.oom_at_event && options->json != "-")
       std::printf("OOM at replay event %llu (trace event %llu): %s requested\n",
                   static_cast<unsigned long long>(*m.oom_at_event),

@@ -20,6 +20,8 @@ void CommonReplayOptions::add_to(CLI::App& command) {
   command.add_flag("--lenient", lenient,
                    "count and skip events inconsistent with the live state instead of failing");
   command.add_flag("--keep-going", keep_going, "do not stop at the first OOM; count them all");
+  command.add_flag("--time-operations", time_operations,
+                   "time every allocate/free: p50/p90/p99/max, served from cache vs needing a device call");
 }
 
 ReplayRequest CommonReplayOptions::request_for(const std::string& policy_spec) const {
@@ -31,6 +33,7 @@ ReplayRequest CommonReplayOptions::request_for(const std::string& policy_spec) c
   request.options.trace_device = trace_device;
   request.options.lenient = lenient;
   request.options.continue_after_oom = keep_going;
+  request.options.time_operations = time_operations;
   return request;
 }
 
@@ -46,6 +49,22 @@ void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
                 static_cast<unsigned long long>(m.device_free_calls),
                 static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.replay_seconds);
   }
+}
+
+void print_latency_table(const ReplayMetrics& m) {
+  if (!m.latency) return;
+  const auto row = [](const char* name, const LatencySummary& s) {
+    std::printf("  %-22s %10llu %8llu %8llu %8llu %10llu\n", name, static_cast<unsigned long long>(s.count),
+                static_cast<unsigned long long>(s.p50_ns), static_cast<unsigned long long>(s.p90_ns),
+                static_cast<unsigned long long>(s.p99_ns), static_cast<unsigned long long>(s.max_ns));
+  };
+  std::printf("%s on %s: per-operation latency (ns); %.4f s inside device calls\n", m.policy.c_str(),
+              m.device.c_str(), m.device_call_seconds);
+  std::printf("  %-22s %10s %8s %8s %8s %10s\n", "operation", "count", "p50", "p90", "p99", "max");
+  row("allocate, from cache", m.latency->allocate_cached);
+  row("allocate, device call", m.latency->allocate_device_call);
+  row("free, to cache", m.latency->free_cached);
+  row("free, device call", m.latency->free_device_call);
 }
 
 }  // namespace memreplay::cli

@@ -18,6 +18,7 @@ struct CommonReplayOptions {
   uint32_t trace_device = 0;
   bool lenient = false;
   bool keep_going = false;
+  bool time_operations = false;
 
   void add_to(CLI::App& command);
   ReplayRequest request_for(const std::string& policy_spec) const;
@@ -25,5 +26,7 @@ struct CommonReplayOptions {
 
 // One metrics row as the table the replay and compare commands print.
 void print_metrics_table(const std::vector<ReplayMetrics>& rows);
+// The per-operation latencies of a --time-operations replay; nothing without them.
+void print_latency_table(const ReplayMetrics& m);
 
 }  // namespace memreplay::cli

@@ -1,0 +1,131 @@
+// The CUDA interposer (libmemreplay_interposer.so, loaded with LD_PRELOAD by `memreplay record`):
+// the functions it wraps, how each wrapper finds the real function, and how calls are recorded.
+//
+// How calls reach the wrappers:
+//   1. exported names: a program or library linked against libcudart.so / libcuda.so calls
+//      cudaMalloc, cuMemAlloc_v2, ... through its PLT, and LD_PRELOAD puts ours first;
+//   2. cuGetProcAddress (and _v2): CUDA 12+ runtimes, static ones included, fetch every driver
+//      function through it; ours returns our wrapper for the symbols we hook (proc_address.cpp);
+//      cudaGetDriverEntryPoint[ByVersion] likewise;
+//   3. dlsym on a library handle: runtimes find cuGetProcAddress with dlsym(libcuda, ...), which a
+//      PLT interposer never sees; ours hands back our wrappers (dlsym_hook.cpp, x86-64).
+// A runtime call that the driver serves through our driver wrappers is recorded once, as the
+// runtime call: a thread-local depth counter mutes the nested driver calls (CallScope).
+//
+// What becomes what (proto/event.h):
+//   cudaMalloc, cudaMallocManaged, cuMemAlloc, cuMemAllocManaged    segment_alloc  address, size
+//   cudaFree, cuMemFree                                             segment_free   address (size from the alloc)
+//   cudaMallocAsync, cudaMallocFromPoolAsync, cuMemAlloc[FromPool]Async  alloc     stream, address, size
+//   cudaFreeAsync, cuMemFreeAsync                                   free_completed stream, address
+//   cuMemAddressReserve / cuMemAddressFree                          address_reserve / address_free
+//   cuMemCreate / cuMemRelease                                      physical_alloc / physical_free (aux = handle)
+//   cuMemMap / cuMemUnmap                                           segment_map (aux = handle) / segment_unmap
+//   cuda/cuStreamCreate*, *StreamDestroy                            stream_create / stream_destroy
+//   *EventRecord*, *StreamWaitEvent                                 event_record / stream_wait_event (aux = event)
+//   *StreamSynchronize, *EventSynchronize, cudaDeviceSynchronize, cuCtxSynchronize   synchronize
+// With MEMREPLAY_MALLOC_EVENTS=alloc, cudaMalloc/cuMemAlloc/cudaFree/cuMemFree become alloc /
+// free_completed instead: the program's own requests, replayable against allocator policies.
+// A call that failed is kept with flag kFailed and its return code in aux. Every event's stack is
+// [the API called, the caller (library + symbol), the thread ("thread TID (name)")].
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "proto/event.h"
+
+namespace memreplay::interposer {
+
+enum class Library : uint8_t { runtime, driver };
+
+// Every exported symbol we wrap: name, library.
+#define MEMREPLAY_INTERPOSED(X)                                                                     \
+  X(cudaMalloc, runtime) X(cudaFree, runtime) X(cudaMallocManaged, runtime)                       \
+  X(cudaMallocAsync, runtime) X(cudaMallocAsync_ptsz, runtime) X(cudaFreeAsync, runtime)            \
+  X(cudaFreeAsync_ptsz, runtime) X(cudaMallocFromPoolAsync, runtime)                                \
+  X(cudaMallocFromPoolAsync_ptsz, runtime) X(cudaStreamCreate, runtime)                             \
+  X(cudaStreamCreateWithFlags, runtime) X(cudaStreamCreateWithPriority, runtime)                    \
+  X(cudaStreamDestroy, runtime) X(cudaEventRecord, runtime) X(cudaEventRecord_ptsz, runtime)        \
+  X(cudaEventRecordWithFlags, runtime) X(cudaEventRecordWithFlags_ptsz, runtime)                    \
+  X(cudaStreamWaitEvent, runtime) X(cudaStreamWaitEvent_ptsz, runtime)                              \
+  X(cudaStreamSynchronize, runtime) X(cudaStreamSynchronize_ptsz, runtime)                          \
+  X(cudaEventSynchronize, runtime) X(cudaDeviceSynchronize, runtime)                                \
+  X(cudaGetDriverEntryPoint, runtime) X(cudaGetDriverEntryPoint_ptsz, runtime)                      \
+  X(cudaGetDriverEntryPointByVersion, runtime) X(cudaGetDriverEntryPointByVersion_ptsz, runtime)    \
+  X(cuMemAlloc_v2, driver) X(cuMemFree_v2, driver) X(cuMemAllocManaged, driver)                     \
+  X(cuMemAllocAsync, driver) X(cuMemAllocAsync_ptsz, driver) X(cuMemFreeAsync, driver)              \
+  X(cuMemFreeAsync_ptsz, driver) X(cuMemAllocFromPoolAsync, driver)                                 \
+  X(cuMemAllocFromPoolAsync_ptsz, driver) X(cuMemCreate, driver) X(cuMemRelease, driver)            \
+  X(cuMemMap, driver) X(cuMemUnmap, driver) X(cuMemAddressReserve, driver)                          \
+  X(cuMemAddressFree, driver) X(cuStreamCreate, driver) X(cuStreamCreateWithPriority, driver)       \
+  X(cuStreamDestroy_v2, driver) X(cuEventRecord, driver) X(cuEventRecord_ptsz, driver)              \
+  X(cuEventRecordWithFlags, driver) X(cuEventRecordWithFlags_ptsz, driver)                          \
+  X(cuStreamWaitEvent, driver) X(cuStreamWaitEvent_ptsz, driver) X(cuStreamSynchronize, driver)     \
+  X(cuStreamSynchronize_ptsz, driver) X(cuEventSynchronize, driver) X(cuCtxSynchronize, driver)     \
+  X(cuCtxSynchronize_v2, driver) X(cuGetProcAddress, driver) X(cuGetProcAddress_v2, driver)
+
+enum class Api : uint16_t {
+#define MEMREPLAY_API_ENUM(name, lib) name,
+  MEMREPLAY_INTERPOSED(MEMREPLAY_API_ENUM)
+#undef MEMREPLAY_API_ENUM
+      count
+};
+inline constexpr size_t kApiCount = static_cast<size_t>(Api::count);
+
+struct ApiInfo {
+  const char* symbol;
+  Library library;
+  void* wrapper;  // our exported function of that name
+};
+const ApiInfo& api_info(Api api);
+std::optional<Api> api_by_symbol(std::string_view symbol);
+// Api of one of our wrappers (a pointer we handed out), if it is one.
+std::optional<Api> api_by_wrapper(const void* fn);
+
+// The real function behind our wrapper, found on first use: driver functions in libcuda.so.1,
+// runtime functions after us in the search order or, for a runtime loaded RTLD_LOCAL, in the
+// calling library's own dependencies. nullptr when there is none.
+void* real_function(Api api, const void* caller);
+// Where a lookup (cuGetProcAddress, dlsym) already found the real function: the first one wins.
+void remember_real_function(Api api, void* real);
+
+template <typename Fn>
+Fn real(Api api, const void* caller) {
+  return reinterpret_cast<Fn>(real_function(api, caller));
+}
+
+// libc's dlsym (never our wrapper), and the driver library's handle (nullptr if not loaded).
+void* real_dlsym(void* handle, const char* symbol);
+void* real_dlsym_address();
+void* libcuda_handle();
+
+// Nesting guard: only the outermost interposed call on a thread is recorded.
+class CallScope {
+ public:
+  CallScope() noexcept { ++depth_; }
+  ~CallScope() { --depth_; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  bool outermost() const noexcept { return depth_ == 1; }
+
+ private:
+  static thread_local int depth_;
+};
+
+// One call as an event (interposer_recorder.cpp). rc: the call's return code (0 = success).
+struct Call {
+  Api api;
+  EventKind kind;
+  int rc = 0;
+  uint64_t stream = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t aux = 0;
+  const void* caller = nullptr;
+};
+void record_call(const Call& call) noexcept;
+// cudaMalloc-family calls as alloc/free_completed rather than segment_* (MEMREPLAY_MALLOC_EVENTS).
+bool mallocs_as_allocs() noexcept;
+
+}  // namespace memreplay::interposer
