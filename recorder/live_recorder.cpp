@@ -17,7 +17,6 @@
 
 #include "recorder/exit_flush.h"
 #include "recorder/thread_ring.h"
-#include "recorder/trace_writer.h"
 
 namespace memreplay {
 namespace {
@@ -84,7 +83,7 @@ void print_error(const std::string& message) { std::fprintf(stderr, "memreplay: 
 }  // namespace
 
 struct LiveRecorder::Impl final : detail::ExitFlushClient {
-  Impl(const std::string& path, const proto::TraceHeader& header, LiveRecorderOptions options);
+  Impl(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options);
   ~Impl() override;
 
   bool record(const Event& event, uint64_t context) noexcept;
@@ -115,7 +114,7 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
   const uint64_t id_ = g_next_recorder_id.fetch_add(1);
   const std::string path_;
   const LiveRecorderOptions options_;
-  std::unique_ptr<TraceWriter> writer_;
+  std::unique_ptr<LiveTraceWriter> writer_;
   ContextResolver* resolver_ = nullptr;
 
   // Shared with recording threads.
@@ -164,15 +163,10 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
 
 // ------------------------------------------------------------------------------------------------
 
-LiveRecorder::Impl::Impl(const std::string& path, const proto::TraceHeader& header, LiveRecorderOptions options)
+LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options)
     : path_(path), options_(options) {
-  TraceWriterOptions writer_options;
-  writer_options.events_per_chunk = std::max<uint32_t>(1, options_.events_per_chunk);
-  writer_options.zstd_level = options_.zstd_level;
-  writer_options.atomic = false;  // streaming: every chunk reaches the file as soon as it is full
-  writer_ = std::make_unique<TraceWriter>(path, writer_options);
-  writer_->begin(header);
-  writer_->flush();  // the header on disk at once: even a run killed at once leaves a readable file
+  // The header is on disk at once: even a run killed right away leaves a readable (empty) trace.
+  writer_ = std::make_unique<LiveTraceWriter>(path, header, options_.events_per_chunk, options_.zstd_level);
 
   ensure_process_hooks();
   {
@@ -601,7 +595,7 @@ void LiveRecorder::Impl::discard_staging() noexcept {
 
 // --- LiveRecorder ------------------------------------------------------------------------------
 
-LiveRecorder::LiveRecorder(const std::string& path, const proto::TraceHeader& header, LiveRecorderOptions options)
+LiveRecorder::LiveRecorder(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options)
     : impl_(std::make_unique<Impl>(path, header, options)) {}
 
 LiveRecorder::~LiveRecorder() {

@@ -1,10 +1,13 @@
 // LiveRecorder: the concurrent recording core under every live recorder (the C++ API, the PyTorch
 // trace tracker, the CUDA interposer). Any number of threads record events; one background
-// thread writes them to a streaming TraceWriter.
+// thread writes them to the trace file.
 //
 //   thread A ─ record() ─► [ring A] ─┐
 //   thread B ─ record() ─► [ring B] ─┼─► writer thread: merge by sequence number ─► TraceWriter
 //   thread C ─ record() ─► [ring C] ─┘    (every drain_interval; a chunk every flush_interval)
+//
+// The file is written by LiveTraceWriter (live_trace_writer.h): the .mrt format without protobuf,
+// so this core can go into other processes as a self-contained shared library.
 //
 // Hot path. record() touches only the calling thread's ring (single producer, single consumer)
 // and one shared counter, the sequence number: no lock, no allocation once the thread has its
@@ -38,7 +41,7 @@
 
 #include "proto/event.h"
 #include "proto/frame_text.h"
-#include "proto/trace.pb.h"
+#include "recorder/live_trace_writer.h"
 
 namespace memreplay {
 
@@ -89,9 +92,9 @@ class ContextResolver {
 
 class LiveRecorder {
  public:
-  // Creates `path` (a streaming TraceWriter), writes the header and starts the writer thread.
-  // Throws InputError when the file cannot be created.
-  LiveRecorder(const std::string& path, const proto::TraceHeader& header, LiveRecorderOptions options = {});
+  // Creates `path`, writes the header and starts the writer thread. Throws InputError when the
+  // file cannot be created.
+  LiveRecorder(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options = {});
   // close(); the caller makes sure no thread still records.
   ~LiveRecorder();
   LiveRecorder(const LiveRecorder&) = delete;

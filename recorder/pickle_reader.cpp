@@ -202,9 +202,9 @@ class Unpickler {
     // Scalar references are input offsets below kScalarBit.
     if (data_.size() >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
     tree_.data_ = data_;
-    // Snapshot pickles need about one container per 70 input bytes and one item per 5.
+    // Snapshot pickles need about one container per 70 input bytes and one item per 8.
     tree_.containers_.reserve(data_.size() / 64 + 16);
-    tree_.children_.reserve(data_.size() / 4 + 16);
+    tree_.children_.reserve(data_.size() / 6 + 16);
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
       if (pos_ >= data_.size()) fail(pos_, "pickle ends without STOP");
@@ -309,36 +309,91 @@ class Unpickler {
     push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
   }
   [[gnu::always_inline]] uint32_t add_container(Kind kind) {
-    tree_.containers_.push_back({kind, 0, 0, Tree::kNoSegment});
+    tree_.containers_.push_back({kind, Tree::Layout::one_run, 0, 0, 0});
     return static_cast<uint32_t>(tree_.containers_.size() - 1);
   }
 
-  // Moves stack[from..] to the end of `container`'s items (see Tree::Container for the layout).
+  // Moves stack[from..] to the end of `container`'s items (see Tree::Container for the layouts).
   void append_items(uint32_t container, size_t from) {
     const auto count = static_cast<uint32_t>(stack_.size() - from);
     if (count == 0) return;
+    Tree::Container& c = tree_.containers_[container];
+    if (c.count == 0 && c.kind == Kind::dict) {
+      fill_shaped(c, from, count);
+    } else {
+      if (c.layout == Tree::Layout::shaped) unshape(c);
+      append_run(c, from, count);
+    }
+    stack_.resize(from);
+  }
+
+  // A dict's first batch: its values go to children_, its keys to a shape it shares with a
+  // recent dict that had the same keys in the same order.
+  void fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
+    const uint32_t pairs = count / 2;
+    auto& keys = tree_.shape_keys_;
+    const Shape* shape = nullptr;
+    for (const Shape& s : recent_shapes_) {
+      if (s.pairs != pairs) continue;
+      uint32_t i = 0;
+      while (i < pairs && keys[s.begin + i] == stack_[from + 2 * i]) ++i;
+      if (i == pairs) {
+        shape = &s;
+        break;
+      }
+    }
+    if (shape == nullptr) {
+      Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
+      slot = {static_cast<uint32_t>(keys.size()), pairs};
+      for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
+      shape = &slot;
+    }
+    auto& children = tree_.children_;
+    c.layout = Tree::Layout::shaped;
+    c.extra = shape->begin;
+    c.begin = static_cast<uint32_t>(children.size());
+    c.count = count;
+    for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
+  }
+
+  // A shaped dict that gets a second batch goes back to interleaved keys and values, copied to
+  // a fresh run (at most once per dict, so memory stays linear in the input).
+  void unshape(Tree::Container& c) {
+    auto& children = tree_.children_;
+    const auto begin = static_cast<uint32_t>(children.size());
+    for (uint32_t i = 0; i < c.count / 2; ++i) {
+      const uint32_t value = children[c.begin + i];
+      children.push_back(tree_.shape_keys_[c.extra + i]);
+      children.push_back(value);
+    }
+    c.layout = Tree::Layout::one_run;
+    c.begin = begin;
+  }
+
+  // Items appended as runs: extends the last run when it ends where children_ ends, else starts
+  // a new one (moving a one_run container to the runs layout).
+  void append_run(Tree::Container& c, size_t from, uint32_t count) {
     auto& segments = tree_.segments_;
     auto& children = tree_.children_;
     const auto end = static_cast<uint32_t>(children.size());
-    Tree::Container& c = tree_.containers_[container];
     if (c.count == 0) {
       c.begin = end;
-    } else if (c.runs == Tree::kNoSegment) {
-      if (c.begin + c.count != end) {  // another container's items came in between: chain runs
-        c.runs = static_cast<uint32_t>(segments.size());
-        segments.push_back({c.begin, c.count, c.runs + 1});
+    } else if (c.layout == Tree::Layout::one_run) {
+      if (c.begin + c.count != end) {  // another container's items came in between
+        c.layout = Tree::Layout::runs;
+        c.extra = static_cast<uint32_t>(segments.size());
+        segments.push_back({c.begin, c.count, c.extra + 1});
         segments.push_back({end, 0, Tree::kNoSegment});
-        c.begin = c.runs + 1;
+        c.begin = c.extra + 1;
       }
     } else if (Tree::Segment& last = segments[c.begin]; last.begin + last.count != end) {
       last.next = static_cast<uint32_t>(segments.size());
       segments.push_back({end, 0, Tree::kNoSegment});
       c.begin = last.next;
     }
-    if (c.runs != Tree::kNoSegment) segments[c.begin].count += count;
+    if (c.layout == Tree::Layout::runs) segments[c.begin].count += count;
     c.count += count;
     children.insert(children.end(), stack_.data() + from, stack_.data() + stack_.size());
-    stack_.resize(from);
   }
   // A new container holding stack[from..], which it replaces on the stack.
   void collapse(Kind kind, size_t from) {
@@ -506,6 +561,14 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::vector<uint32_t> memo_;
   uint64_t memo_count_ = 0;
+  // Key lists of the last few dicts (see fill_shaped): snapshots interleave a few dict shapes
+  // (trace entries, frames, blocks).
+  struct Shape {
+    uint32_t begin = 0;
+    uint32_t pairs = 0xffffffffu;
+  };
+  std::array<Shape, 4> recent_shapes_{};
+  size_t next_shape_slot_ = 0;
 };
 
 Tree unpickle(std::string_view data, const std::string& file) {

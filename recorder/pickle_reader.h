@@ -16,7 +16,9 @@
 // most of the cost): a value is a 32-bit reference. A scalar (int, float, str, bytes, bool, None)
 // is not copied anywhere: its reference is the input offset of the opcode that pushed it, checked
 // while parsing and decoded when read. A container is a 16-byte node whose items live in one
-// shared array of references. Memo GETs return the same reference, so aliased objects (the
+// shared array of references; a dict keeps its keys apart from its values, so the millions of
+// trace-entry dicts with the same keys share one key list. Memo GETs return the same
+// reference, so aliased objects (the
 // frames list many trace entries share, the memoized key strings) are one value, and id() tells
 // aliases apart cheaply. Like Python objects, the tree may contain cycles (a list can contain
 // itself): walk it along the paths you expect, never recursively without a depth limit.
@@ -80,9 +82,6 @@ class Value {
   void for_each_item(F&& f) const;
 
  private:
-  template <typename F>
-  void for_each_child(uint32_t step, F&& f) const;
-
   const Tree* tree_ = nullptr;
   uint32_t ref_ = 0;
 };
@@ -99,47 +98,52 @@ class Tree {
   static constexpr uint32_t kScalarBit = 0x80000000u;
   static constexpr uint32_t kNoSegment = 0xffffffffu;
 
-  // Walks a container's items run by run (see Container); `step` is 2 for dict pairs.
-  class ChildCursor {
+  // Walks a container's items run by run (see Container), one item or one dict pair at a time.
+  class Cursor {
    public:
-    ChildCursor() = default;
-    ChildCursor(const Tree* tree, const uint32_t* begin, const uint32_t* end, uint32_t next_run)
-        : tree_(tree), p_(begin), end_(end), next_(next_run) {}
+    Cursor() = default;
     bool done() const { return p_ == end_; }
-    uint32_t at(uint32_t offset) const { return p_[offset]; }
-    void advance(uint32_t step) {
-      p_ += step;
+    uint32_t item() const { return *p_; }
+    uint32_t key() const { return keys_ ? *keys_ : p_[0]; }
+    uint32_t value() const { return keys_ ? *p_ : p_[1]; }
+    void next_item() {
+      if (++p_ == end_) *this = tree_->run_cursor(next_);
+    }
+    void next_pair() {
+      if (keys_) ++keys_, ++p_;
+      else p_ += 2;
       if (p_ >= end_) *this = tree_->run_cursor(next_);
     }
 
    private:
+    friend class Tree;
     const Tree* tree_ = nullptr;
-    const uint32_t* p_ = nullptr;
-    const uint32_t* end_ = nullptr;
-    uint32_t next_ = kNoSegment;
+    const uint32_t* p_ = nullptr;     // the next item (or value, when keys_ is set)
+    const uint32_t* end_ = nullptr;   // end of this run
+    const uint32_t* keys_ = nullptr;  // a shaped dict's next key
+    uint32_t next_ = kNoSegment;      // the run after this one
   };
-  ChildCursor first_child(uint32_t ref) const {
-    if (ref & kScalarBit) return {};
-    const Container& c = containers_[ref];
-    if (c.count == 0) return {};
-    if (c.runs != kNoSegment) return run_cursor(c.runs);
-    const uint32_t* begin = children_.data() + c.begin;
-    return ChildCursor(this, begin, begin + c.count, kNoSegment);
-  }
+  Cursor cursor(uint32_t ref) const;
 
  private:
   friend class Value;
   friend class Unpickler;
 
-  // A list, tuple, dict or set. Most containers get their items in one batch: those are one run
-  // [begin, begin + count) of children_. Items arrive in several batches when a container is
-  // long (APPENDS/SETITEMS carry at most 1000) and other containers are built in between; then
-  // `runs` starts a chain of Segments and `begin` is the last Segment, where the next batch goes.
+  // A list, tuple, dict or set, in one of three layouts:
+  //  one_run  items children_[begin, begin + count): the usual case, all items in one batch.
+  //  runs     items in a chain of Segments starting at `extra`; `begin` is the last Segment,
+  //           where the next batch goes. Long containers get these: APPENDS/SETITEMS carry at
+  //           most 1000 items, and other containers are built in between.
+  //  shaped   a dict filled in one batch: values at children_[begin, begin + count / 2), keys
+  //           at shape_keys_[extra, ...). Consecutive dicts with the same keys (every entry of
+  //           a snapshot trace) share one copy of the keys, which halves their footprint.
+  enum class Layout : uint8_t { one_run, runs, shaped };
   struct Container {
     Kind kind;
+    Layout layout;
     uint32_t count;  // items; keys and values both counted for dicts
     uint32_t begin;
-    uint32_t runs;   // kNoSegment while all items are one run
+    uint32_t extra;
   };
   struct Segment {
     uint32_t begin;
@@ -147,11 +151,15 @@ class Tree {
     uint32_t next;
   };
 
-  ChildCursor run_cursor(uint32_t segment) const {
-    if (segment == kNoSegment) return {};
+  Cursor run_cursor(uint32_t segment) const {
+    Cursor c;
+    if (segment == kNoSegment) return c;
     const Segment& s = segments_[segment];
-    const uint32_t* begin = children_.data() + s.begin;
-    return ChildCursor(this, begin, begin + s.count, s.next);
+    c.tree_ = this;
+    c.p_ = children_.data() + s.begin;
+    c.end_ = c.p_ + s.count;
+    c.next_ = s.next;
+    return c;
   }
 
   Kind scalar_kind(uint32_t offset) const;
@@ -163,6 +171,7 @@ class Tree {
   std::vector<Container> containers_;
   std::vector<uint32_t> children_;
   std::vector<Segment> segments_;
+  std::vector<uint32_t> shape_keys_;
   uint32_t root_ = 0;
 };
 
@@ -253,14 +262,31 @@ inline uint32_t Value::size() const {
   return c.kind == Kind::dict ? c.count / 2 : c.count;
 }
 
+inline Tree::Cursor Tree::cursor(uint32_t ref) const {
+  Cursor c;
+  if (ref & kScalarBit) return c;
+  const Container& k = containers_[ref];
+  if (k.count == 0) return c;
+  if (k.layout == Layout::runs) return run_cursor(k.extra);
+  c.tree_ = this;
+  c.p_ = children_.data() + k.begin;
+  if (k.layout == Layout::shaped) {
+    c.keys_ = shape_keys_.data() + k.extra;
+    c.end_ = c.p_ + k.count / 2;
+  } else {
+    c.end_ = c.p_ + k.count;
+  }
+  return c;
+}
+
 class Value::ItemRange {
  public:
   class iterator {
    public:
-    iterator(const Tree* t, Tree::ChildCursor c) : tree_(t), cursor_(c) {}
-    Value operator*() const { return Value(tree_, cursor_.at(0)); }
+    iterator(const Tree* t, Tree::Cursor c) : tree_(t), cursor_(c) {}
+    Value operator*() const { return Value(tree_, cursor_.item()); }
     iterator& operator++() {
-      cursor_.advance(1);
+      cursor_.next_item();
       return *this;
     }
     // Compared with the end sentinel only, so the loop test is one register compare.
@@ -268,80 +294,72 @@ class Value::ItemRange {
 
    private:
     const Tree* tree_;
-    Tree::ChildCursor cursor_;
+    Tree::Cursor cursor_;
   };
   iterator begin() const { return iterator(tree_, first_); }
   std::default_sentinel_t end() const { return {}; }
 
  private:
   friend class Value;
-  ItemRange(const Tree* t, Tree::ChildCursor first) : tree_(t), first_(first) {}
+  ItemRange(const Tree* t, Tree::Cursor first) : tree_(t), first_(first) {}
   const Tree* tree_;
-  Tree::ChildCursor first_;
+  Tree::Cursor first_;
 };
 
 class Value::PairRange {
  public:
   class iterator {
    public:
-    iterator(const Tree* t, Tree::ChildCursor c) : tree_(t), cursor_(c) {}
+    iterator(const Tree* t, Tree::Cursor c) : tree_(t), cursor_(c) {}
     std::pair<Value, Value> operator*() const {
-      return {Value(tree_, cursor_.at(0)), Value(tree_, cursor_.at(1))};
+      return {Value(tree_, cursor_.key()), Value(tree_, cursor_.value())};
     }
     iterator& operator++() {
-      cursor_.advance(2);
+      cursor_.next_pair();
       return *this;
     }
-    // Compared with the end sentinel only, so the loop test is one register compare.
     bool operator==(std::default_sentinel_t) const { return cursor_.done(); }
 
    private:
     const Tree* tree_;
-    Tree::ChildCursor cursor_;
+    Tree::Cursor cursor_;
   };
   iterator begin() const { return iterator(tree_, first_); }
   std::default_sentinel_t end() const { return {}; }
 
  private:
   friend class Value;
-  PairRange(const Tree* t, Tree::ChildCursor first) : tree_(t), first_(first) {}
+  PairRange(const Tree* t, Tree::Cursor first) : tree_(t), first_(first) {}
   const Tree* tree_;
-  Tree::ChildCursor first_;
+  Tree::Cursor first_;
 };
 
 inline Value::ItemRange Value::items() const {
-  return ItemRange(tree_, is_sequence() ? tree_->first_child(ref_)
-                                        : Tree::ChildCursor());
+  return ItemRange(tree_, is_sequence() ? tree_->cursor(ref_) : Tree::Cursor());
 }
 inline Value::PairRange Value::pairs() const {
-  return PairRange(tree_, is(Kind::dict) ? tree_->first_child(ref_)
-                                         : Tree::ChildCursor());
+  return PairRange(tree_, is(Kind::dict) ? tree_->cursor(ref_) : Tree::Cursor());
 }
 
 template <typename F>
-void Value::for_each_child(uint32_t step, F&& f) const {
-  if (ref_ & Tree::kScalarBit) return;
-  const Tree::Container& c = tree_->containers_[ref_];
-  if (c.count == 0) return;
-  const uint32_t* children = tree_->children_.data();
-  if (c.runs == Tree::kNoSegment) {  // the common case: one run
-    for (const uint32_t *p = children + c.begin, *end = p + c.count; p < end; p += step) f(p);
-    return;
-  }
-  for (uint32_t seg = c.runs; seg != Tree::kNoSegment; seg = tree_->segments_[seg].next) {
-    const Tree::Segment& run = tree_->segments_[seg];
-    for (const uint32_t *p = children + run.begin, *end = p + run.count; p < end; p += step) f(p);
-  }
-}
-template <typename F>
 void Value::for_each_pair(F&& f) const {
   if (!is(Kind::dict)) return;
-  for_each_child(2, [&](const uint32_t* p) { f(Value(tree_, p[0]), Value(tree_, p[1])); });
+  const Tree::Container& c = tree_->containers_[ref_];
+  const uint32_t* children = tree_->children_.data();
+  if (c.layout == Tree::Layout::shaped) {  // the common case, as a plain loop
+    const uint32_t* keys = tree_->shape_keys_.data() + c.extra;
+    const uint32_t* values = children + c.begin;
+    for (uint32_t i = 0, n = c.count / 2; i < n; ++i) f(Value(tree_, keys[i]), Value(tree_, values[i]));
+    return;
+  }
+  for (Tree::Cursor k = tree_->cursor(ref_); !k.done(); k.next_pair())
+    f(Value(tree_, k.key()), Value(tree_, k.value()));
 }
+
 template <typename F>
 void Value::for_each_item(F&& f) const {
   if (!is_sequence()) return;
-  for_each_child(1, [&](const uint32_t* p) { f(Value(tree_, p[0])); });
+  for (Tree::Cursor k = tree_->cursor(ref_); !k.done(); k.next_item()) f(Value(tree_, k.item()));
 }
 
 }  // namespace memreplay::pickle

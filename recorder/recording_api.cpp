@@ -49,18 +49,13 @@ bool start(const std::string& path, const Options& options) {
   std::lock_guard lock(g_control);
   if (LiveRecorder* old = g_current.exchange(nullptr)) old->close();
   try {
-    proto::TraceHeader header;
-    header.set_source(options.source);
-    header.set_capture_time_ns(LiveRecorder::now_ns());
-    header.set_command_line(command_line());
-    header.set_pid(static_cast<uint64_t>(::getpid()));
-    for (const DeviceDescription& d : options.devices) {
-      proto::DeviceInfo* info = header.add_devices();
-      info->set_index(d.index);
-      info->set_name(d.name);
-      info->set_total_memory(d.total_memory);
-    }
-    for (const auto& [key, value] : options.allocator_settings) (*header.mutable_allocator_settings())[key] = value;
+    LiveTraceHeader header;
+    header.source = options.source;
+    header.capture_time_ns = LiveRecorder::now_ns();
+    header.command_line = command_line();
+    header.pid = static_cast<uint64_t>(::getpid());
+    for (const DeviceDescription& d : options.devices) header.devices.push_back({d.index, d.name, d.total_memory});
+    for (const auto& [key, value] : options.allocator_settings) header.allocator_settings[key] = value;
     LiveRecorderOptions live;
     live.events_per_chunk = options.events_per_chunk;
     live.flush_interval = options.flush_interval;

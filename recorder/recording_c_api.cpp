@@ -68,13 +68,14 @@ std::string command_line() {
 }
 
 // "INDEX;TOTAL_BYTES;NAME"
-void add_device(memreplay::proto::TraceHeader& header, const std::string& spec) {
+void add_device(memreplay::LiveTraceHeader& header, const std::string& spec) {
   const size_t a = spec.find(';');
   const size_t b = a == std::string::npos ? a : spec.find(';', a + 1);
-  memreplay::proto::DeviceInfo* d = header.add_devices();
-  d->set_index(static_cast<uint32_t>(std::strtoul(spec.c_str(), nullptr, 10)));
-  if (a != std::string::npos) d->set_total_memory(std::strtoull(spec.c_str() + a + 1, nullptr, 10));
-  if (b != std::string::npos) d->set_name(spec.substr(b + 1));
+  memreplay::LiveTraceHeader::Device d;
+  d.index = static_cast<uint32_t>(std::strtoul(spec.c_str(), nullptr, 10));
+  if (a != std::string::npos) d.total_memory = std::strtoull(spec.c_str() + a + 1, nullptr, 10);
+  if (b != std::string::npos) d.name = spec.substr(b + 1);
+  header.devices.push_back(std::move(d));
 }
 
 }  // namespace
@@ -89,19 +90,19 @@ extern "C" {
 memreplay_recorder* memreplay_open(const char* path, const char* const* header, size_t header_pairs,
                                    const memreplay_options* options, char* error, size_t error_size) {
   try {
-    memreplay::proto::TraceHeader h;
-    h.set_source("api");
-    h.set_command_line(command_line());
-    h.set_pid(static_cast<uint64_t>(::getpid()));
-    h.set_capture_time_ns(LiveRecorder::now_ns());
+    memreplay::LiveTraceHeader h;
+    h.source = "api";
+    h.command_line = command_line();
+    h.pid = static_cast<uint64_t>(::getpid());
+    h.capture_time_ns = LiveRecorder::now_ns();
     for (size_t i = 0; i < header_pairs; ++i) {
       const std::string key = header[2 * i] ? header[2 * i] : "";
       const std::string value = header[2 * i + 1] ? header[2 * i + 1] : "";
-      if (key == "source") h.set_source(value);
-      else if (key == "command_line") h.set_command_line(value);
-      else if (key == "starts_mid_run") h.set_starts_mid_run(value == "1");
+      if (key == "source") h.source = value;
+      else if (key == "command_line") h.command_line = value;
+      else if (key == "starts_mid_run") h.starts_mid_run = value == "1";
       else if (key == "device") add_device(h, value);
-      else if (key.starts_with("setting:")) (*h.mutable_allocator_settings())[key.substr(8)] = value;
+      else if (key.starts_with("setting:")) h.allocator_settings[key.substr(8)] = value;
     }
     memreplay::LiveRecorderOptions live;
     if (options != nullptr) {

@@ -2,16 +2,21 @@
 // (cudaMemPool_t behind cudaMallocFromPoolAsync / cudaFreeAsync), for SimDevice.
 //
 // The driver's placement rules are not published; this model is calibrated on the live
-// backend:cudaMallocAsync runs in shared/groundtruth/runs/*.asyncpool.json (H200, driver 580),
-// see "Calibration" below.
+// backend:cudaMallocAsync runs (shared/groundtruth/runs/*.asyncpool.json, H200, driver 580):
+// see "Calibration" in sim_async_pool.cpp, and CudaDevice measures the real pool.
 //
-// Physical memory. The pool grows by whole chunks of kChunkBytes (32 MiB); a request larger than a
-// chunk gets one chunk of its size rounded up to kChunkBytes. An allocation never spans two
-// chunks. Inside a chunk, allocations are kAlignment-aligned and placed best fit: the smallest
-// free range that holds the aligned size, the lowest address on a tie, taking the range's front.
-// Freed ranges merge with free neighbours of the same chunk that the same streams may reuse.
-// UsedMem counts the bytes asked for (UsedMemHigh equals PyTorch's requested peak in every run);
-// ReservedMem counts chunk bytes.
+// Physical memory. The pool is one range of addresses that grows at its top by whole chunks of
+// kChunkBytes (32 MiB): only the shortfall of the request over the free range at the top (if
+// any) is new memory, so a large request spans several chunks. Allocations are kAlignment-aligned
+// and placed best fit: the smallest free range that holds the aligned size, the lowest address
+// on a tie, taking the range's front. Freed ranges merge with free neighbours that the same
+// streams may reuse. UsedMem counts the bytes asked for (the live runs' UsedMemHigh equals
+// PyTorch's requested peak to the byte); ReservedMem counts chunk bytes.
+//
+//   base                                                      top (end_): grows by 32 MiB chunks
+//   | chunk 0          | chunk 1          | chunk 2          |
+//   [a1][a2 ][free   ][a3                    ][free         ]
+//                                              ^ a request that fits nowhere extends this range
 //
 // Streams. Memory freed on stream S is reusable by S at once. Another stream may reuse it when
 //   - reuse_allow_opportunistic or reuse_allow_internal_dependencies is set: a replay launches no
@@ -19,18 +24,16 @@
 //   - reuse_follow_event_dependencies is set and some stream waited on an event recorded on S
 //     after the free (simplification: the range then becomes reusable by every stream); or
 //   - the device synchronized (synchronize(), trim()).
-// Never-used memory of a fresh chunk is reusable by every stream.
+// Fresh memory is reusable by every stream.
 //
 // Release. Reserved memory only shrinks at a synchronization: above release_threshold the pool
-// returns wholly free chunks (highest address first) until it is at or under the threshold;
-// trim(keep) does the same down to `keep` (torch.cuda.empty_cache() is trim(0)). With the
-// threshold at UINT64_MAX (PyTorch's setting) the pool keeps everything until trimmed.
+// returns chunks that lie wholly in free ranges (highest address first) until it is at or under
+// the threshold; trim(keep) does the same down to `keep` (torch.cuda.empty_cache() is trim(0)).
+// With the threshold at UINT64_MAX (PyTorch's setting) the pool keeps everything until trimmed.
+// Released chunks leave a hole; the pool grows at its top again.
 //
-// Capacity. Growth fails (an OOM the policy sees) when the new chunk does not fit in the room the
+// Capacity. Growth fails (an OOM the policy sees) when the new chunks do not fit in the room the
 // device leaves; the pool neither trims nor retries by itself.
-//
-// Calibration (max_memory_reserved of the live asyncpool runs; in every run the pool's peak is a
-// whole number of 32 MiB chunks, which fixed kChunkBytes): see sim_async_pool.cpp.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +76,7 @@ class SimAsyncPool {
   uint64_t used_bytes() const { return used_; }
   // Chunks added so far (each one a growth of the pool's reserved memory).
   uint64_t grow_count() const { return grow_count_; }
-  // The pool's chunks [start, end), sorted: what it holds physically.
+  // The pool's mapped address ranges [start, end), sorted: what it holds physically.
   std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
 
  private:

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <cstdlib>
 
 namespace memreplay {
 namespace {
@@ -146,17 +145,13 @@ std::vector<std::pair<uint64_t, uint64_t>> SimDevice::backed_ranges() const {
   return ranges;
 }
 
-static const uint64_t kSmallLimit = std::getenv("POOL_SMALL_LIMIT") ? std::strtoull(std::getenv("POOL_SMALL_LIMIT"), nullptr, 10) : 0;
 bool SimDevice::configure_pool(const PoolConfig& config) {
   pool_.configure(config);
-  small_pool_.configure(config);
   return true;
 }
 
 std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId stream) {
-  const bool small = bytes < kSmallLimit;
-  const auto address = (small ? small_pool_ : pool_).allocate(bytes, stream, free_memory());
-  if (address && small) small_live_[*address] = true;
+  const auto address = pool_.allocate(bytes, stream, free_memory());
   if (!address) {
     ++counters_.failed_calls;
     return std::nullopt;
@@ -167,7 +162,6 @@ std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId st
 }
 
 void SimDevice::pool_free_async(uint64_t address, StreamId stream) {
-  if (small_live_.erase(address)) small_pool_.free(address, stream); else
   pool_.free(address, stream);
   ++counters_.pool_free_calls;
   update_pool_counters();
@@ -189,14 +183,14 @@ void SimDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
 }
 
 void SimDevice::update_pool_counters() {
-  const uint64_t reserved = pool_.reserved_bytes() + small_pool_.reserved_bytes();
+  const uint64_t reserved = pool_.reserved_bytes();
   if (reserved >= counters_.pool_reserved_bytes)
     add_reserved(reserved - counters_.pool_reserved_bytes);
   else
     counters_.reserved_bytes -= counters_.pool_reserved_bytes - reserved;
   counters_.pool_reserved_bytes = reserved;
   counters_.pool_reserved_peak = std::max(counters_.pool_reserved_peak, reserved);
-  counters_.pool_used_bytes = pool_.used_bytes() + small_pool_.used_bytes();
+  counters_.pool_used_bytes = pool_.used_bytes();
   counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
   counters_.pool_grow_calls = pool_.grow_count();
 }

@@ -72,8 +72,6 @@ class SimDevice final : public Device {
   std::map<uint64_t, uint64_t> mapped_;
   uint64_t next_reservation_;
   SimAsyncPool pool_;
-  SimAsyncPool small_pool_{0x7c00'0000'0000ull};
-  std::unordered_map<uint64_t, bool> small_live_;
 };
 
 }  // namespace memreplay

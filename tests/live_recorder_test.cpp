@@ -39,9 +39,9 @@ class LiveRecorderTest : public ::testing::Test {
   fs::path dir_;
 };
 
-proto::TraceHeader header() {
-  proto::TraceHeader h;
-  h.set_source("api");
+LiveTraceHeader header() {
+  LiveTraceHeader h;
+  h.source = "api";
   return h;
 }
 

@@ -2,6 +2,10 @@
 // libcuda.so export but the headers declare only under CUDA_API_PER_THREAD_DEFAULT_STREAM.
 #pragma once
 
+// We define and take the address of deprecated entry points (cudaGetDriverEntryPoint): we wrap
+// whatever programs call, deprecated or not.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 

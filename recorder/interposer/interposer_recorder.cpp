@@ -139,7 +139,7 @@ Fn driver_function(const char* name) {
   return h ? reinterpret_cast<Fn>(real_dlsym(h, name)) : nullptr;
 }
 
-void describe_devices(proto::TraceHeader& header) {
+void describe_devices(LiveTraceHeader& header) {
   const auto get_count = driver_function<decltype(&cuDeviceGetCount)>("cuDeviceGetCount");
   const auto get = driver_function<decltype(&cuDeviceGet)>("cuDeviceGet");
   const auto get_name = driver_function<decltype(&cuDeviceGetName)>("cuDeviceGetName");
@@ -149,12 +149,13 @@ void describe_devices(proto::TraceHeader& header) {
   for (int i = 0; i < count; ++i) {
     CUdevice device = 0;
     if (get(&device, i) != CUDA_SUCCESS) continue;
-    proto::DeviceInfo* d = header.add_devices();
-    d->set_index(static_cast<uint32_t>(i));
+    LiveTraceHeader::Device d;
+    d.index = static_cast<uint32_t>(i);
     char name[256] = "";
-    if (get_name && get_name(name, sizeof name, device) == CUDA_SUCCESS) d->set_name(name);
+    if (get_name && get_name(name, sizeof name, device) == CUDA_SUCCESS) d.name = name;
     size_t bytes = 0;
-    if (total_mem && total_mem(&bytes, device) == CUDA_SUCCESS) d->set_total_memory(bytes);
+    if (total_mem && total_mem(&bytes, device) == CUDA_SUCCESS) d.total_memory = bytes;
+    header.devices.push_back(std::move(d));
   }
 }
 
@@ -179,13 +180,13 @@ LiveRecorder* start_recording() {
   }
   const std::string path = claim_output(output);
   try {
-    proto::TraceHeader header;
-    header.set_source("cuda-interposer");
-    header.set_command_line(command_line());
-    header.set_pid(static_cast<uint64_t>(::getpid()));
-    header.set_capture_time_ns(LiveRecorder::now_ns());
+    LiveTraceHeader header;
+    header.source = "cuda-interposer";
+    header.command_line = command_line();
+    header.pid = static_cast<uint64_t>(::getpid());
+    header.capture_time_ns = LiveRecorder::now_ns();
     describe_devices(header);
-    (*header.mutable_allocator_settings())["interposer.malloc_events"] = mallocs_as_allocs() ? "alloc" : "segment";
+    header.allocator_settings["interposer.malloc_events"] = mallocs_as_allocs() ? "alloc" : "segment";
     LiveRecorderOptions options;
     options.flush_interval = std::chrono::milliseconds(env_number("MEMREPLAY_FLUSH_MS", 500));
     options.events_per_chunk = env_number("MEMREPLAY_CHUNK_EVENTS", options.events_per_chunk);

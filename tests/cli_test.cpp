@@ -1,0 +1,166 @@
+// The memreplay binary end to end: exit statuses, one-line errors, JSON outputs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "recorder/trace_writer.h"
+#include "tests/test_support.h"
+
+namespace memreplay {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& arguments) {
+  const std::string command = std::string(MEMREPLAY_CLI) + " " + arguments + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return result;
+}
+
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("memreplay-cli-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::string bundled(const std::string& name) { return (testing::source_dir() / "traces" / name).string(); }
+
+TEST(Cli, ImportInfoReplayOnABundledRealTrace) {
+  const auto trace = scratch("multistream.mrt");
+  auto r = run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("info --json " + trace.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto info = nlohmann::json::parse(r.output);
+  EXPECT_EQ(info["devices"][0]["events_per_kind"]["alloc"], 546);
+  EXPECT_EQ(info["devices"][0]["streams"].size(), 3u);
+  EXPECT_EQ(info["devices"][0]["peak_requested_bytes"], 468402176);
+
+  r = run_cli("replay " + trace.string() + " --policy pytorch --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto metrics = nlohmann::json::parse(r.output);
+  EXPECT_EQ(metrics["reserved_peak"], 683671552);  // groundtruth/replay/multistream_pipeline.default.default
+  EXPECT_EQ(metrics["device_alloc_calls"], 15);
+
+  r = run_cli("validate " + trace.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(Cli, CompareWritesOneJsonWithEveryPolicy) {
+  const auto trace = scratch("multistream2.mrt");
+  ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
+  const auto json_path = scratch("compare.json");
+  const auto r = run_cli("compare " + trace.string() + " --policy pytorch --policy pytorch:expandable_segments:True" +
+                         " --policy passthrough --json " + json_path.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(json_path);
+  const auto json = nlohmann::json::parse(in);
+  ASSERT_EQ(json["results"].size(), 3u);
+  EXPECT_EQ(json["results"][1]["reserved_peak"], 612368384);  // ...multistream_pipeline.default.expandable
+}
+
+TEST(Cli, FitAtACapacityNamesTheFailingEvent) {
+  const auto trace = scratch("multistream3.mrt");
+  ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
+  const auto r = run_cli("fit " + trace.string() + " --policy pytorch --capacity 300MiB --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto json = nlohmann::json::parse(r.output);
+  EXPECT_FALSE(json["fits"].get<bool>());
+  EXPECT_TRUE(json["oom"]["replay_event"].is_number());
+}
+
+TEST(Cli, HostilePickleIsRefusedAndLeavesNoOutput) {
+  const auto input = scratch("evil.pickle");
+  {
+    std::ofstream out(input, std::ios::binary);
+    out << std::string("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93.", 28);
+  }
+  const auto output = scratch("evil.mrt");
+  const auto r = run_cli("import " + input.string() + " -o " + output.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("STACK_GLOBAL"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(input.string()), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+TEST(Cli, DamagedTraceGivesOneLineAndStatus2) {
+  const auto trace = scratch("damaged.mrt");
+  {
+    std::ofstream out(trace, std::ios::binary);
+    out << "MRTRACE1" << std::string(40, '\x7f');
+  }
+  const auto r = run_cli("info " + trace.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("byte"), std::string::npos) << r.output;
+}
+
+TEST(Cli, BadPolicyOptionsAreNamed) {
+  const auto trace = scratch("multistream4.mrt");
+  ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
+  auto r = run_cli("replay " + trace.string() + " --policy pytorch:max_split_size_mb:banana");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("max_split_size_mb"), std::string::npos) << r.output;
+  r = run_cli("replay " + trace.string() + " --policy nosuchpolicy");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("pytorch"), std::string::npos) << r.output;  // lists the valid ones
+  r = run_cli("replay " + trace.string() + " --capacity 12 parsecs");
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
+TEST(Cli, ValidateNamesEachProblemWithItsEventIndex) {
+  const auto trace = scratch("broken.mrt");
+  {
+    TraceWriter writer(trace.string());
+    writer.begin(proto::TraceHeader{});
+    writer.append(Event{.kind = EventKind::alloc, .time_ns = 10, .address = 0x1000, .size = 100});
+    writer.append(Event{.kind = EventKind::alloc, .time_ns = 20, .address = 0x1010, .size = 100});  // overlaps
+    writer.append(Event{.kind = EventKind::free_completed, .time_ns = 5, .address = 0x5000});        // unknown, earlier
+    writer.append(Event{.kind = EventKind::alloc, .time_ns = 30, .address = 0x1000, .size = 8});     // double
+    writer.finish();
+  }
+  const auto r = run_cli("validate " + trace.string() + " --json -");
+  EXPECT_EQ(r.status, 2) << r.output;
+  const auto json = nlohmann::json::parse(r.output);
+  EXPECT_EQ(json["problems_by_kind"]["overlapping_blocks"], 1);
+  EXPECT_EQ(json["problems_by_kind"]["free_unknown_address"], 1);
+  EXPECT_EQ(json["problems_by_kind"]["time_backwards"], 1);
+  EXPECT_EQ(json["problems_by_kind"]["double_alloc"], 1);
+  EXPECT_EQ(json["problems"][0]["event"], 1);
+}
+
+TEST(Cli, ReplayRefusesAnInconsistentTraceUnlessLenient) {
+  const auto trace = scratch("inconsistent.mrt");
+  {
+    TraceWriter writer(trace.string());
+    writer.begin(proto::TraceHeader{});
+    writer.append(Event{.kind = EventKind::alloc, .address = 0x1000, .size = 100});
+    writer.append(Event{.kind = EventKind::free_completed, .address = 0x2000});
+    writer.finish();
+  }
+  auto r = run_cli("replay " + trace.string() + " --policy pytorch");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("event 1"), std::string::npos) << r.output;
+  r = run_cli("replay " + trace.string() + " --policy pytorch --lenient --json -");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["skipped_events"], 1);
+}
+
+}  // namespace
+}  // namespace memreplay
