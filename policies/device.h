@@ -63,7 +63,8 @@ class Device {
   virtual std::optional<uint64_t> reserve_address(uint64_t bytes) = 0;
   virtual void release_address(uint64_t address, uint64_t bytes) = 0;
   // Back [address, address+bytes) with physical pages (cuMemCreate + cuMemMap + cuMemSetAccess
-  // per page); counted as one call. False, with nothing mapped, when there is no room.
+  // per page); counted as one call. False, with nothing mapped, when the device has no room.
+  // The per-process cap is not checked here: a policy that maps applies it (as PyTorch does).
   virtual bool map(uint64_t address, uint64_t bytes) = 0;
   // Unmap and release the physical pages of [address, address+bytes); one call.
   virtual void unmap(uint64_t address, uint64_t bytes) = 0;

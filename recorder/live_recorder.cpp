@@ -147,6 +147,7 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
 
   // Writer-thread state.
   std::vector<LiveRecord> staging_;
+  std::vector<size_t> run_starts_;  // where each ring's records begin in staging_
   uint64_t emit_seq_ = 0;  // the next sequence number to write
   uint64_t gap_seq_ = UINT64_MAX;
   Clock::time_point gap_since_{};
@@ -392,16 +393,18 @@ void LiveRecorder::Impl::run() {
   flushed_cv_.notify_all();
 }
 
-// Moves everything the rings hold into staging_ (sorted by sequence number) and frees the rings
-// of threads that have exited.
+// Moves everything the rings hold into staging_, in sequence order, and frees the rings of
+// threads that have exited.
 void LiveRecorder::Impl::collect() {
-  const size_t before = staging_.size();
+  run_starts_.clear();
   {
     std::lock_guard lock(rings_mutex_);
     for (auto it = rings_.begin(); it != rings_.end();) {
       ThreadRing& ring = **it;
       const bool retired = ring.retired.load(std::memory_order_acquire);
+      const size_t before = staging_.size();
       ring.drain(staging_);
+      if (staging_.size() != before) run_starts_.push_back(before);
       if (retired && ring.empty()) {
         recorded_by_freed_rings_ += ring.recorded();
         dropped_by_freed_rings_ += ring.dropped();
@@ -411,12 +414,15 @@ void LiveRecorder::Impl::collect() {
       }
     }
   }
-  if (staging_.size() != before) {
-    // Each ring's records are already in order: merge the new runs in.
-    std::stable_sort(staging_.begin() + static_cast<ptrdiff_t>(before), staging_.end(),
-                     [](const LiveRecord& a, const LiveRecord& b) { return a.seq < b.seq; });
-    std::inplace_merge(staging_.begin(), staging_.begin() + static_cast<ptrdiff_t>(before), staging_.end(),
-                       [](const LiveRecord& a, const LiveRecord& b) { return a.seq < b.seq; });
+  // Each ring's records are in order already: merge the runs into what was staged before. One
+  // thread recording (the usual case) needs no work at all.
+  const auto by_seq = [](const LiveRecord& a, const LiveRecord& b) { return a.seq < b.seq; };
+  for (size_t i = 0; i < run_starts_.size(); ++i) {
+    const size_t start = run_starts_[i];
+    const size_t end = i + 1 < run_starts_.size() ? run_starts_[i + 1] : staging_.size();
+    if (start > 0 && staging_[start - 1].seq > staging_[start].seq)
+      std::inplace_merge(staging_.begin(), staging_.begin() + static_cast<ptrdiff_t>(start),
+                         staging_.begin() + static_cast<ptrdiff_t>(end), by_seq);
   }
 }
 

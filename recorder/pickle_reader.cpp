@@ -386,10 +386,11 @@ class Unpickler {
         segments.push_back({end, 0, Tree::kNoSegment});
         c.begin = c.extra + 1;
       }
-    } else if (Tree::Segment& last = segments[c.begin]; last.begin + last.count != end) {
-      last.next = static_cast<uint32_t>(segments.size());
-      segments.push_back({end, 0, Tree::kNoSegment});
-      c.begin = last.next;
+    } else if (segments[c.begin].begin + segments[c.begin].count != end) {
+      const auto next = static_cast<uint32_t>(segments.size());
+      segments[c.begin].next = next;
+      segments.push_back({end, 0, Tree::kNoSegment});  // may move `segments`: index, don't hold
+      c.begin = next;
     }
     if (c.layout == Tree::Layout::runs) segments[c.begin].count += count;
     c.count += count;
@@ -419,6 +420,11 @@ class Unpickler {
   // --- memo ---
   [[gnu::always_inline]] void memo_put(uint64_t index) {
     require(1);
+    if (index == memo_.size()) {  // the usual case (MEMOIZE, and PUT from any real pickler)
+      memo_.push_back(stack_.back());
+      ++memo_count_;
+      return;
+    }
     // Real picklers number memo entries 0, 1, 2...; bounding the index by the input size keeps
     // a hostile PUT from allocating gigabytes.
     if (index > data_.size()) fail_here("memo index " + std::to_string(index) + " is out of range");

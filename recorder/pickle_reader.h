@@ -176,7 +176,9 @@ class Tree {
 };
 
 // Unpickles `data`. `file` only names the input in error messages. Throws InputError.
+// The Tree refers to `data`, which must outlive it (hence no overload for a temporary string).
 Tree unpickle(std::string_view data, const std::string& file);
+Tree unpickle(std::string&& data, const std::string& file) = delete;
 
 // --- inline accessors (hot in the importers) ---
 

@@ -266,8 +266,10 @@ class SnapshotImporter {
       case Field::time_us: return "time_us";
       case Field::frames: return "frames";
       case Field::device_free: return "device_free";
-      default: return "?";
+      case Field::user_metadata: return "user_metadata";
+      case Field::other: break;
     }
+    return "?";
   }
   template <typename Fail>
   static int64_t integer(Value v, std::string_view name, Fail&& fail) {
@@ -357,55 +359,82 @@ class SnapshotImporter {
     for (Value entry : list.items()) out.push_back(read_entry(d, index++, entry));
   }
 
-  Event read_entry(uint32_t d, uint64_t index, Value entry) {
-    auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
-    if (!entry.is(Kind::dict)) bad("is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
-    std::array<uint32_t, kFieldCount> field;  // value ids by Field, valid where `seen` says
+  // The fields of one trace entry, found in one pass over its pairs.
+  struct EntryFields {
+    std::array<uint32_t, kFieldCount> ref;  // value ids by Field, valid where `seen` says
     uint32_t seen = 0;
+    bool has(Field f) const { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; }
+  };
+
+  // Errors of read_entry, built out of line so that the hot path is only tests.
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_field(uint32_t d, uint64_t index, Field f, const EntryFields& e) const {
+    if (!e.has(f)) fail_entry(d, index, "missing key '" + std::string(field_name(f)) + "'");
+    const Value v(&tree_, e.ref[static_cast<size_t>(f)]);
+    const auto n = v.int_value();
+    if (n) fail_entry(d, index, "'" + std::string(field_name(f)) + "' is out of range (" + std::to_string(*n) + ")");
+    fail_entry(d, index, "'" + std::string(field_name(f)) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_action(uint32_t d, uint64_t index, Value action) const {
+    if (!action.is(Kind::str)) fail_entry(d, index, "'action' is not a str");
+    fail_entry(d, index, "unknown action '" + std::string(action.as_str().substr(0, 64)) + "'");
+  }
+
+  Event read_entry(uint32_t d, uint64_t index, Value entry) {
+    if (!entry.is(Kind::dict))
+      fail_entry(d, index, "is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
+    EntryFields fields;
     entry.for_each_pair([&](Value k, Value v) {
       const Field f = keys_.get(k);
-      field[static_cast<size_t>(f)] = v.id();
-      seen |= 1u << static_cast<unsigned>(f);
+      fields.ref[static_cast<size_t>(f)] = v.id();
+      fields.seen |= 1u << static_cast<unsigned>(f);
     });
-    auto has = [&](Field f) { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; };
-    auto need = [&](Field f) {
-      if (!has(f)) bad("missing key '" + std::string(field_name(f)) + "'");
-      return Value(&tree_, field[static_cast<size_t>(f)]);
+    auto value = [&](Field f) { return Value(&tree_, fields.ref[static_cast<size_t>(f)]); };
+    // An int field in [0, max]; anything else is an error naming the field.
+    auto number = [&](Field f, uint64_t max = static_cast<uint64_t>(INT64_MAX)) -> uint64_t {
+      if (!fields.has(f)) bad_field(d, index, f, fields);
+      const std::optional<int64_t> n = value(f).int_value();
+      if (!n || *n < 0 || static_cast<uint64_t>(*n) > max) bad_field(d, index, f, fields);
+      return static_cast<uint64_t>(*n);
     };
 
-    const Value action = need(Field::action);
-    const uint8_t kind = actions_.get(action);
-    if (kind == 0) {
-      if (!action.is(Kind::str)) bad("'action' is not a str");
-      bad("unknown action '" + std::string(action.as_str().substr(0, 64)) + "'");
-    }
+    if (!fields.has(Field::action)) bad_field(d, index, Field::action, fields);
+    const uint8_t kind = actions_.get(value(Field::action));
+    if (kind == 0) bad_action(d, index, value(Field::action));
     Event e;
     e.kind = static_cast<EventKind>(kind);
     e.device = d;
-    if (has(Field::time_us)) e.time_ns = time_ns(need(Field::time_us), bad);
-    if (has(Field::stream)) e.stream = static_cast<uint64_t>(integer(need(Field::stream), "stream", bad));
+    // time_us: absent before PyTorch ≈2.1, then 0. ×1000 must fit in 64 bits.
+    if (fields.has(Field::time_us)) e.time_ns = number(Field::time_us, UINT64_MAX / 1000) * 1000;
+    if (fields.has(Field::stream)) {  // a cudaStream_t as a Python int: keep its bits as they are
+      const std::optional<int64_t> stream = value(Field::stream).int_value();
+      if (!stream) bad_field(d, index, Field::stream, fields);
+      e.stream = static_cast<uint64_t>(*stream);
+    }
     switch (e.kind) {
       case EventKind::oom:  // no address; the free bytes CUDA reported instead
-        e.size = non_negative(need(Field::size), "size", bad);
-        e.aux = non_negative(need(Field::device_free), "device_free", bad);
+        e.size = number(Field::size);
+        e.aux = number(Field::device_free);
         break;
       case EventKind::snapshot:
-        e.size = has(Field::size) ? non_negative(need(Field::size), "size", bad) : 0;
+        e.size = fields.has(Field::size) ? number(Field::size) : 0;
         break;
       case EventKind::annotation: {  // user_defined: its payload is user_metadata
         KeyValues kv;
-        if (has(Field::user_metadata)) kv.emplace_back("user_metadata", to_text(need(Field::user_metadata)));
+        if (fields.has(Field::user_metadata)) kv.emplace_back("user_metadata", to_text(value(Field::user_metadata)));
         e.aux = annotation_texts_.size();
         annotation_texts_.push_back(std::move(kv));
         break;
       }
       default:
-        e.address = non_negative(need(Field::addr), "addr", bad);
-        e.size = non_negative(need(Field::size), "size", bad);
-        if (!has(Field::stream)) bad("missing key 'stream'");
+        e.address = number(Field::addr);
+        e.size = number(Field::size);
+        if (!fields.has(Field::stream)) bad_field(d, index, Field::stream, fields);
         break;
     }
-    if (has(Field::frames)) e.stack = local_stack(need(Field::frames), bad);
+    if (fields.has(Field::frames)) {
+      auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
+      e.stack = local_stack(value(Field::frames), bad);
+    }
     return e;
   }
 

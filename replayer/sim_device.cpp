@@ -99,7 +99,10 @@ std::optional<uint64_t> SimDevice::reserve_address(uint64_t bytes) {
 void SimDevice::release_address(uint64_t, uint64_t) { ++counters_.release_calls; }
 
 bool SimDevice::map(uint64_t address, uint64_t bytes) {
-  if (!has_room_for(bytes)) {
+  // Pages are bounded by the device's memory, not by the per-process cap: PyTorch checks its
+  // fraction cap against the segment size before it maps, and the pages it then maps may end
+  // past the cap (the real driver does not refuse them). Policies that map apply the cap.
+  if (counters_.reserved_bytes + bytes > options_.total_memory) {
     ++counters_.failed_calls;
     return false;
   }

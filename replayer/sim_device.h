@@ -28,7 +28,7 @@ class SimDevice final : public Device {
  public:
   struct Options {
     uint64_t total_memory = kH200TotalMemory;
-    std::optional<uint64_t> capacity;  // per-process cap; a malloc/map over it fails
+    std::optional<uint64_t> capacity;  // per-process cap; a malloc over it fails (map: see map())
     uint64_t granularity = 2ull << 20;
   };
   explicit SimDevice(Options options);

@@ -569,17 +569,18 @@ TEST(PickleReader, MalformedInputNamesTheProblem) {
 
 // A long encoding of a small int is legal when the extra bytes only extend the sign.
 TEST(PickleReader, SignExtendedLongEncodings) {
-  const pickle::Tree minus_one = pickle::unpickle(bytes_of("\x80\x02\x8a\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff."), "t");
-  EXPECT_EQ(minus_one.root().as_int(), -1);
-  const pickle::Tree five = pickle::unpickle(bytes_of("\x80\x02\x8a\x09\x05\x00\x00\x00\x00\x00\x00\x00\x00."), "t");
-  EXPECT_EQ(five.root().as_int(), 5);
-  const pickle::Tree zero = pickle::unpickle(bytes_of("\x80\x02\x8a\x00."), "t");
-  EXPECT_EQ(zero.root().as_int(), 0);
+  const std::string minus_one = bytes_of("\x80\x02\x8a\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff.");
+  EXPECT_EQ(pickle::unpickle(minus_one, "t").root().as_int(), -1);
+  const std::string five = bytes_of("\x80\x02\x8a\x09\x05\x00\x00\x00\x00\x00\x00\x00\x00.");
+  EXPECT_EQ(pickle::unpickle(five, "t").root().as_int(), 5);
+  const std::string zero = bytes_of("\x80\x02\x8a\x00.");
+  EXPECT_EQ(pickle::unpickle(zero, "t").root().as_int(), 0);
 }
 
 // Memo aliasing can make a list contain itself; the tree holds the cycle without trouble.
 TEST(PickleReader, SelfContainingList) {
-  const pickle::Tree tree = pickle::unpickle(bytes_of("\x80\x04]\x94h\x00" "a."), "t");
+  const std::string bytes = bytes_of("\x80\x04]\x94h\x00" "a.");
+  const pickle::Tree tree = pickle::unpickle(bytes, "t");
   const Value root = tree.root();
   ASSERT_EQ(root.size(), 1u);
   EXPECT_EQ((*root.items().begin()).id(), root.id());

@@ -234,7 +234,9 @@ TEST_P(RealTrace, HeaderDescribesTheSnapshot) {
   EXPECT_EQ(h.starts_mid_run(), truncated);
   bool seen_recorded = false;
   for (const Event& e : t.sink.events) {
-    if (e.has_flag(kPreexisting)) EXPECT_FALSE(seen_recorded) << "preexisting event after the trace began";
+    if (e.has_flag(kPreexisting)) {
+      EXPECT_FALSE(seen_recorded) << "preexisting event after the trace began";
+    }
     seen_recorded |= !e.has_flag(kPreexisting);
   }
 }
@@ -358,9 +360,12 @@ TEST(PytorchImport, AnnotationsInTimeOrder) {
     EXPECT_GE(e.time_ns, previous_time);
     previous_time = e.time_ns;
     // After every event of an earlier or equal time, before every later one.
-    if (i > 0) EXPECT_LE(t.sink.events[i - 1].time_ns, e.time_ns);
-    if (i + 1 < t.sink.events.size() && t.sink.events[i + 1].kind != EventKind::annotation)
+    if (i > 0) {
+      EXPECT_LE(t.sink.events[i - 1].time_ns, e.time_ns);
+    }
+    if (i + 1 < t.sink.events.size() && t.sink.events[i + 1].kind != EventKind::annotation) {
       EXPECT_GT(t.sink.events[i + 1].time_ns, e.time_ns);
+    }
   }
   EXPECT_EQ(count, 48u);
   EXPECT_EQ(t.sink.annotations.front(), (KeyValues{{"stage", "START"}, {"name", "Optimizer.step#AdamW.step"}}));

@@ -61,7 +61,8 @@ std::vector<Entry> split_entries(const std::vector<std::string>& tokens) {
   while (i < tokens.size()) {
     Entry entry;
     entry.key = tokens[i];
-    if (is_special(entry.key)) throw PolicySpecError("pytorch options: expected an option name, got '" + entry.key + "'");
+    if (is_special(entry.key))
+      throw PolicySpecError("pytorch options: expected an option name, got '" + entry.key + "'");
     if (i + 1 >= tokens.size() || tokens[i + 1] != ":") fail(entry.key, "expected ':' and a value");
     if (i + 2 >= tokens.size() || tokens[i + 2] == "," || tokens[i + 2] == ":" || tokens[i + 2] == "]")
       fail(entry.key, "missing value");
@@ -116,7 +117,8 @@ const std::string& scalar(const Entry& entry) {
 // max_split_size_mb / max_non_split_rounding_mb: at least the large segment size, in MiB.
 uint64_t parse_mib_at_least(const Entry& entry, uint64_t min_mib) {
   const uint64_t mib = to_unsigned(entry, scalar(entry));
-  if (mib < min_mib) fail(entry.key, std::to_string(mib) + " is too small (must be >= " + std::to_string(min_mib) + ")");
+  if (mib < min_mib)
+    fail(entry.key, std::to_string(mib) + " is too small (must be >= " + std::to_string(min_mib) + ")");
   return std::min(mib, std::numeric_limits<uint64_t>::max() / kMiB) * kMiB;
 }
 

@@ -1,48 +1,28 @@
 // Storage for the block bookkeeping of block_pool.h: the node arenas and the address map.
 #include "policies/pytorch/block_pool.h"
 
+#include <algorithm>
+#include <cstddef>
+
 namespace memreplay::pytorch {
 
-void* NodePool::take(size_t bytes) {
-  if (node_bytes_ == 0) node_bytes_ = (bytes + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) * alignof(std::max_align_t);
+void* NodePool::take_slow(size_t bytes) {
+  if (node_bytes_ == 0) {
+    constexpr size_t align = alignof(std::max_align_t);
+    node_bytes_ = std::max((bytes + align - 1) / align * align, sizeof(FreeNode));
+  }
   if (bytes > node_bytes_) return ::operator new(bytes);
-  if (free_.empty()) {
-    chunks_.push_back(std::make_unique<std::byte[]>(node_bytes_ * kNodesPerChunk));
-    free_.reserve(chunks_.size() * kNodesPerChunk);  // give() then never reallocates
-    std::byte* chunk = chunks_.back().get();
-    for (size_t i = kNodesPerChunk; i-- > 0;) free_.push_back(chunk + i * node_bytes_);
-  }
-  void* node = free_.back();
-  free_.pop_back();
-  return node;
+  chunks_.push_back(std::make_unique<std::byte[]>(node_bytes_ * kNodesPerChunk));
+  std::byte* chunk = chunks_.back().get();
+  for (size_t i = kNodesPerChunk; i-- > 0;) free_ = new (chunk + i * node_bytes_) FreeNode{free_};
+  return take(bytes);
 }
 
-void NodePool::give(void* node, size_t bytes) noexcept {
-  if (bytes > node_bytes_) {
-    ::operator delete(node);
-    return;
-  }
-  free_.push_back(node);
+void BlockArena::refill() {
+  chunks_.push_back(std::make_unique<CacheBlock[]>(kChunk));
+  CacheBlock* chunk = chunks_.back().get();
+  for (size_t i = kChunk; i-- > 0;) destroy(&chunk[i]);
 }
-
-CacheBlock* BlockArena::make(uint64_t address, uint64_t size, StreamId stream, BlockPool* pool) {
-  if (free_.empty()) {
-    chunks_.push_back(std::make_unique<CacheBlock[]>(kChunk));
-    free_.reserve(chunks_.size() * kChunk);
-    CacheBlock* chunk = chunks_.back().get();
-    for (size_t i = kChunk; i-- > 0;) free_.push_back(&chunk[i]);
-  }
-  CacheBlock* block = free_.back();
-  free_.pop_back();
-  *block = CacheBlock{};
-  block->address = address;
-  block->size = size;
-  block->stream = stream;
-  block->pool = pool;
-  return block;
-}
-
-void BlockArena::destroy(CacheBlock* block) { free_.push_back(block); }
 
 AddressMap::AddressMap() : slots_(1024, Slot{kEmpty, nullptr}), mask_(1023), shift_(64 - 10) {}
 

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <set>
 #include <vector>
 
@@ -39,14 +40,31 @@ class NodePool {
   NodePool() = default;
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
-  void* take(size_t bytes);
-  void give(void* node, size_t bytes) noexcept;
+
+  void* take(size_t bytes) {
+    if (free_ == nullptr || bytes > node_bytes_) return take_slow(bytes);
+    FreeNode* node = free_;
+    free_ = node->next;
+    return node;
+  }
+  void give(void* node, size_t bytes) noexcept {
+    if (bytes > node_bytes_) {
+      ::operator delete(node);
+      return;
+    }
+    free_ = new (node) FreeNode{free_};
+  }
 
  private:
+  struct FreeNode {
+    FreeNode* next;
+  };
   static constexpr size_t kNodesPerChunk = 512;
+  void* take_slow(size_t bytes);
+
   size_t node_bytes_ = 0;  // set by the first request: every node of a set has one size
   std::vector<std::unique_ptr<std::byte[]>> chunks_;
-  std::vector<void*> free_;
+  FreeNode* free_ = nullptr;  // intrusive free list through the unused nodes
 };
 
 template <class T>
@@ -56,7 +74,9 @@ class NodeAllocator {
   explicit NodeAllocator(std::shared_ptr<NodePool> pool) : pool_(std::move(pool)) {}
   template <class U>
   NodeAllocator(const NodeAllocator<U>& other) : pool_(other.pool()) {}  // NOLINT: rebinding
-  T* allocate(size_t n) { return static_cast<T*>(n == 1 ? pool_->take(sizeof(T)) : ::operator new(n * sizeof(T))); }
+  T* allocate(size_t n) {
+    return static_cast<T*>(n == 1 ? pool_->take(sizeof(T)) : ::operator new(n * sizeof(T)));
+  }
   void deallocate(T* p, size_t n) noexcept {
     if (n == 1) {
       pool_->give(p, sizeof(T));
@@ -105,20 +125,41 @@ struct CacheBlock {
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
-// Pointer-stable storage for block nodes, recycled through a free list.
+// Pointer-stable storage for block nodes, recycled through a free list (linked by `next`).
 class BlockArena {
  public:
   BlockArena() = default;
   BlockArena(const BlockArena&) = delete;
   BlockArena& operator=(const BlockArena&) = delete;
 
-  CacheBlock* make(uint64_t address, uint64_t size, StreamId stream, BlockPool* pool);
-  void destroy(CacheBlock* block);
+  CacheBlock* make(uint64_t address, uint64_t size, StreamId stream, BlockPool* pool) {
+    if (free_ == nullptr) refill();
+    CacheBlock* block = free_;
+    free_ = block->next;
+    block->address = address;
+    block->size = size;
+    block->requested = 0;
+    block->stream = stream;
+    block->pool = pool;
+    block->prev = nullptr;
+    block->next = nullptr;
+    block->segment = nullptr;
+    block->gc_count_base = 0;
+    block->allocated = false;
+    block->mapped = true;
+    return block;
+  }
+  void destroy(CacheBlock* block) {
+    block->next = free_;
+    free_ = block;
+  }
 
  private:
   static constexpr size_t kChunk = 1024;
+  void refill();
+
   std::vector<std::unique_ptr<CacheBlock[]>> chunks_;
-  std::vector<CacheBlock*> free_;
+  CacheBlock* free_ = nullptr;
 };
 
 // Free (mapped) blocks of one pool, ordered by (stream, size, address).
@@ -127,15 +168,19 @@ class FreeBlockSet {
   using Entry = FreeEntry;
   using iterator = FreeEntrySet::const_iterator;
 
-  explicit FreeBlockSet(std::shared_ptr<NodePool> nodes) : set_(FreeEntryLess{}, NodeAllocator<FreeEntry>(std::move(nodes))) {}
+  explicit FreeBlockSet(std::shared_ptr<NodePool> nodes)
+      : set_(FreeEntryLess{}, NodeAllocator<FreeEntry>(std::move(nodes))) {}
 
   iterator begin() const { return set_.begin(); }
   iterator end() const { return set_.end(); }
   // First block with key >= (stream, size, 0).
-  iterator lower_bound(StreamId stream, uint64_t size) const { return set_.lower_bound(Entry{stream, size, 0, nullptr}); }
+  iterator lower_bound(StreamId stream, uint64_t size) const {
+    return set_.lower_bound(Entry{stream, size, 0, nullptr});
+  }
   void insert(CacheBlock* block) {
     block->free_entry = set_.insert(Entry{block->stream, block->size, block->address, block}).first;
   }
+  // `block` must be in the set: its stored position is erased without a search.
   void erase(const CacheBlock* block) { set_.erase(block->free_entry); }
   iterator erase(iterator it) { return set_.erase(it); }
   size_t size() const { return set_.size(); }

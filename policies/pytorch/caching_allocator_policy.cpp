@@ -106,7 +106,8 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
   // block only within max_non_split_rounding of its size.
   const uint64_t max_split = config_.max_split_size;
   if (p.size < max_split && it->size >= max_split) return false;
-  if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size)) return false;
+  if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size))
+    return false;
   p.block = it->block;
   blocks.erase(it);
   return true;
@@ -528,11 +529,11 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(pytorch, "pytorch",
-                          "PyTorch 2.11 native CUDA caching allocator, byte-exact (CUDACachingAllocator.cpp)",
-                          "PYTORCH_CUDA_ALLOC_CONF syntax, e.g. pytorch:expandable_segments:True,max_split_size_mb:64\n"
-                          "max_split_size_mb, max_non_split_rounding_mb, large_segment_size_mb, "
-                          "roundup_power2_divisions (N or [256:1,512:2,>:8]), garbage_collection_threshold, "
-                          "expandable_segments, per_process_memory_fraction",
+                          "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
+                          "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
+                          "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
+                          "garbage_collection_threshold:F, expandable_segments:True|False, "
+                          "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
                           make_pytorch);
 
 }  // namespace memreplay::pytorch

@@ -7,6 +7,7 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "memreplay: replay GPU memory-allocation traces against allocator policies, offline.\n"
+      "  memreplay record -o run.mrt -- python train.py  # any CUDA program, live\n"
       "  memreplay import snapshot.pickle -o run.mrt     # PyTorch snapshot or RMM log -> trace\n"
       "  memreplay info run.mrt                          # what the trace holds\n"
       "  memreplay replay run.mrt --policy pytorch:expandable_segments:True\n"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
       "memreplay"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memreplay 0.1.0");
+  memreplay::cli::add_record_command(app);
   memreplay::cli::add_import_command(app);
   memreplay::cli::add_info_command(app);
   memreplay::cli::add_validate_command(app);

@@ -1,0 +1,114 @@
+// A stand-in for the CUDA runtime (built as libcudart.so.13) for the interposer tests. Like the
+// real one since CUDA 12, it reaches the driver only through dlopen("libcuda.so.1") +
+// dlsym(cuGetProcAddress_v2) + cuGetProcAddress: the path the interposer must catch.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+struct Driver {
+  decltype(&cuMemAlloc_v2) mem_alloc;
+  decltype(&cuMemFree_v2) mem_free;
+  decltype(&cuMemAllocManaged) mem_alloc_managed;
+  decltype(&cuMemAllocAsync) mem_alloc_async;
+  decltype(&cuMemFreeAsync) mem_free_async;
+  decltype(&cuStreamCreate) stream_create;
+  decltype(&cuStreamDestroy_v2) stream_destroy;
+  decltype(&cuEventRecord) event_record;
+  decltype(&cuStreamWaitEvent) stream_wait_event;
+  decltype(&cuStreamSynchronize) stream_synchronize;
+  decltype(&cuEventSynchronize) event_synchronize;
+  CUresult (*ctx_synchronize)(CUcontext);
+  decltype(&cuGetProcAddress_v2) get_proc_address;
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r{};
+    void* h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) std::abort();
+    r.get_proc_address = reinterpret_cast<decltype(r.get_proc_address)>(dlsym(h, "cuGetProcAddress_v2"));
+    if (!r.get_proc_address) std::abort();
+    auto get = [&](const char* name, auto& fn) {
+      void* p = nullptr;
+      CUdriverProcAddressQueryResult status{};
+      if (r.get_proc_address(name, &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS) std::abort();
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    get("cuMemAlloc", r.mem_alloc);
+    get("cuMemFree", r.mem_free);
+    get("cuMemAllocManaged", r.mem_alloc_managed);
+    get("cuMemAllocAsync", r.mem_alloc_async);
+    get("cuMemFreeAsync", r.mem_free_async);
+    get("cuStreamCreate", r.stream_create);
+    get("cuStreamDestroy", r.stream_destroy);
+    get("cuEventRecord", r.event_record);
+    get("cuStreamWaitEvent", r.stream_wait_event);
+    get("cuStreamSynchronize", r.stream_synchronize);
+    get("cuEventSynchronize", r.event_synchronize);
+    get("cuCtxSynchronize", r.ctx_synchronize);
+    return r;
+  }();
+  return d;
+}
+
+cudaError_t to_runtime(CUresult rc) {
+  return rc == CUDA_SUCCESS ? cudaSuccess : rc == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorUnknown;
+}
+
+}  // namespace
+
+FAKE_EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
+  CUdeviceptr p = 0;
+  const CUresult rc = driver().mem_alloc(&p, size);
+  *ptr = reinterpret_cast<void*>(p);
+  return to_runtime(rc);
+}
+FAKE_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
+  CUdeviceptr p = 0;
+  const CUresult rc = driver().mem_alloc_managed(&p, size, flags);
+  *ptr = reinterpret_cast<void*>(p);
+  return to_runtime(rc);
+}
+FAKE_EXPORT cudaError_t cudaFree(void* ptr) {
+  return ptr ? to_runtime(driver().mem_free(reinterpret_cast<CUdeviceptr>(ptr))) : cudaSuccess;
+}
+FAKE_EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
+  CUdeviceptr p = 0;
+  const CUresult rc = driver().mem_alloc_async(&p, size, reinterpret_cast<CUstream>(stream));
+  *ptr = reinterpret_cast<void*>(p);
+  return to_runtime(rc);
+}
+FAKE_EXPORT cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  return to_runtime(driver().mem_free_async(reinterpret_cast<CUdeviceptr>(ptr), reinterpret_cast<CUstream>(stream)));
+}
+FAKE_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  CUstream s = nullptr;
+  const CUresult rc = driver().stream_create(&s, 0);
+  *stream = reinterpret_cast<cudaStream_t>(s);
+  return to_runtime(rc);
+}
+FAKE_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  return to_runtime(driver().stream_destroy(reinterpret_cast<CUstream>(stream)));
+}
+FAKE_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return to_runtime(driver().event_record(reinterpret_cast<CUevent>(event), reinterpret_cast<CUstream>(stream)));
+}
+FAKE_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return to_runtime(
+      driver().stream_wait_event(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUevent>(event), flags));
+}
+FAKE_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return to_runtime(driver().stream_synchronize(reinterpret_cast<CUstream>(stream)));
+}
+FAKE_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return to_runtime(driver().event_synchronize(reinterpret_cast<CUevent>(event)));
+}
+FAKE_EXPORT cudaError_t cudaDeviceSynchronize() { return to_runtime(driver().ctx_synchronize(nullptr)); }

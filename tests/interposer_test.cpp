@@ -1,0 +1,256 @@
+// The CUDA interposer, without a GPU: tests/fake_cuda/fake_cuda_app runs against a fake libcudart
+// and libcuda with the interposer preloaded, through every path a real program reaches CUDA by
+// (PLT calls, dlsym on the library, cuGetProcAddress, a runtime that reaches the driver only
+// through cuGetProcAddress), and the trace must hold exactly its calls.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "replayer/trace_reader.h"
+
+extern char** environ;
+
+namespace memreplay {
+namespace {
+
+namespace fs = std::filesystem;
+
+#if defined(MEMREPLAY_INTERPOSER_LIB) && defined(MEMREPLAY_FAKE_CUDA_APP)
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+  bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+// Runs argv with extra environment variables; stderr is captured.
+Result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& dir) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (!env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  const std::string out_path = (dir / "stdout.txt").string(), err_path = (dir / "stderr.txt").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  Result result;
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) == 0) waitpid(pid, &result.status, 0);
+  posix_spawn_file_actions_destroy(&actions);
+  std::ifstream out(out_path), err(err_path);
+  result.out.assign(std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>());
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+class Interposer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("memreplay_interposer_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run_app(const std::string& output, std::map<std::string, std::string> env = {}, int threads = 4,
+              int pairs = 100) {
+    env["LD_PRELOAD"] = MEMREPLAY_INTERPOSER_LIB;
+    env["MEMREPLAY_OUTPUT"] = output;
+    env["MEMREPLAY_QUIET"] = "1";
+    return run({MEMREPLAY_FAKE_CUDA_APP, std::to_string(threads), std::to_string(pairs)}, env, dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+struct Traced {
+  std::vector<Event> events;
+  std::vector<std::vector<FrameText>> stacks;  // per event
+};
+
+Traced read_trace(const std::string& path) {
+  TraceReader reader(path);
+  Traced t;
+  std::vector<Event> batch;
+  while (reader.next_batch(batch))
+    for (const Event& e : batch) {
+      t.events.push_back(e);
+      t.stacks.push_back(reader.stack_frames(e.stack));
+    }
+  return t;
+}
+
+// The app's fixed sequence (fake_cuda_app.cpp, calls 1-23), before its threads.
+struct Expected {
+  EventKind kind;
+  const char* api;
+};
+const std::vector<Expected> kSequence = {
+    {EventKind::segment_alloc, "cudaMalloc"},         {EventKind::segment_alloc, "cudaMalloc"},
+    {EventKind::stream_create, "cudaStreamCreate"},   {EventKind::alloc, "cudaMallocAsync"},
+    {EventKind::event_record, "cudaEventRecord"},     {EventKind::stream_wait_event, "cudaStreamWaitEvent"},
+    {EventKind::free_completed, "cudaFreeAsync"},     {EventKind::synchronize, "cudaStreamSynchronize"},
+    {EventKind::synchronize, "cudaEventSynchronize"}, {EventKind::synchronize, "cudaDeviceSynchronize"},
+    {EventKind::segment_free, "cudaFree"},            {EventKind::stream_destroy, "cudaStreamDestroy"},
+    {EventKind::segment_alloc, "cuMemAlloc_v2"},      {EventKind::segment_free, "cuMemFree_v2"},
+    {EventKind::segment_alloc, "cuMemAlloc_v2"},      {EventKind::address_reserve, "cuMemAddressReserve"},
+    {EventKind::physical_alloc, "cuMemCreate"},       {EventKind::segment_map, "cuMemMap"},
+    {EventKind::segment_unmap, "cuMemUnmap"},         {EventKind::physical_free, "cuMemRelease"},
+    {EventKind::address_free, "cuMemAddressFree"},    {EventKind::segment_free, "cuMemFree_v2"},
+    {EventKind::synchronize, "cuStreamSynchronize_ptsz"},
+};
+
+TEST_F(Interposer, RecordsEveryCallOnceThroughEveryPath) {
+  const Result r = run_app(path("t.mrt"));
+  ASSERT_TRUE(r.ok()) << r.err;
+  TraceReader reader(path("t.mrt"));
+  EXPECT_TRUE(reader.complete());  // finished at exit
+  EXPECT_EQ(reader.header().source(), "cuda-interposer");
+  ASSERT_EQ(reader.header().devices_size(), 1);
+  EXPECT_EQ(reader.header().devices(0).name(), "Fake GPU");
+  EXPECT_EQ(reader.header().devices(0).total_memory(), 80ull << 30);
+  EXPECT_NE(reader.header().command_line().find("memreplay_fake_cuda_app"), std::string::npos);
+
+  const Traced t = read_trace(path("t.mrt"));
+  ASSERT_EQ(t.events.size(), kSequence.size() + 4 * 100 * 2);  // nothing doubled, nothing lost
+  for (size_t i = 0; i < kSequence.size(); ++i) {
+    SCOPED_TRACE("event " + std::to_string(i) + " " + kSequence[i].api);
+    EXPECT_EQ(t.events[i].kind, kSequence[i].kind);
+    ASSERT_EQ(t.stacks[i].size(), 3u);
+    EXPECT_EQ(t.stacks[i][0].name, kSequence[i].api);
+    EXPECT_NE(t.stacks[i][2].name.find("thread "), std::string::npos);
+  }
+  // The callers: the app itself for its own calls.
+  EXPECT_NE(t.stacks[0][1].filename.find("memreplay_fake_cuda_app"), std::string::npos) << t.stacks[0][1].filename;
+  EXPECT_EQ(t.stacks[0][0].filename, "<cuda runtime>");
+  EXPECT_EQ(t.stacks[12][0].filename, "<cuda driver>");
+
+  const auto& e = t.events;
+  EXPECT_EQ(e[0].size, 1000u);
+  EXPECT_NE(e[0].address, 0u);
+  EXPECT_TRUE(e[1].has_flag(kFailed));  // out of memory: cudaErrorMemoryAllocation in aux
+  EXPECT_EQ(e[1].aux, 2u);
+  EXPECT_EQ(e[1].size, 1ull << 41);
+  const uint64_t stream = e[2].stream;
+  EXPECT_NE(stream, 0u);
+  EXPECT_EQ(e[3].stream, stream);
+  EXPECT_EQ(e[3].size, 512u);
+  EXPECT_EQ(e[4].stream, stream);
+  EXPECT_EQ(e[4].aux, 0xe0e0u);
+  EXPECT_EQ(e[5].stream, 0u);
+  EXPECT_EQ(e[5].aux, 0xe0e0u);
+  EXPECT_EQ(e[6].address, e[3].address);
+  EXPECT_EQ(e[6].size, 512u);  // filled from the allocation
+  EXPECT_EQ(e[7].stream, stream);
+  EXPECT_EQ(e[8].aux, 0xe0e0u);
+  EXPECT_EQ(e[10].address, e[0].address);
+  EXPECT_EQ(e[10].size, 1000u);
+  EXPECT_EQ(e[11].stream, stream);
+  EXPECT_EQ(e[13].size, 2048u);
+  EXPECT_EQ(e[15].size, 8u << 20);   // address_reserve
+  EXPECT_EQ(e[16].size, 2u << 20);   // physical_alloc
+  EXPECT_EQ(e[17].address, e[15].address);
+  EXPECT_EQ(e[17].aux, e[16].aux);   // mapped the handle created
+  EXPECT_EQ(e[19].aux, e[16].aux);
+  EXPECT_EQ(e[19].size, 2u << 20);   // physical_free: size from cuMemCreate
+  EXPECT_EQ(e[21].address, e[14].address);
+  EXPECT_EQ(e[21].size, 4096u);
+
+  // The threads: each one's cudaMalloc/cudaFree pairs in its own order.
+  std::map<std::string, std::vector<const Event*>> by_thread;
+  for (size_t i = kSequence.size(); i < e.size(); ++i) by_thread[t.stacks[i][2].name].push_back(&e[i]);
+  EXPECT_EQ(by_thread.size(), 4u);
+  for (const auto& [thread, events] : by_thread) {
+    ASSERT_EQ(events.size(), 200u) << thread;
+    for (size_t k = 0; k < events.size(); k += 2) {
+      EXPECT_EQ(events[k]->kind, EventKind::segment_alloc);
+      EXPECT_EQ(events[k + 1]->kind, EventKind::segment_free);
+      EXPECT_EQ(events[k + 1]->address, events[k]->address);
+      EXPECT_EQ(events[k + 1]->size, events[k]->size);
+    }
+  }
+}
+
+TEST_F(Interposer, MallocsCanBeRecordedAsTheProgramsAllocations) {
+  const Result r = run_app(path("t.mrt"), {{"MEMREPLAY_MALLOC_EVENTS", "alloc"}}, 1, 1);
+  ASSERT_TRUE(r.ok()) << r.err;
+  const Traced t = read_trace(path("t.mrt"));
+  ASSERT_GT(t.events.size(), 11u);
+  EXPECT_EQ(t.events[0].kind, EventKind::alloc);
+  EXPECT_EQ(t.events[10].kind, EventKind::free_completed);
+  EXPECT_EQ(t.events[10].size, 1000u);
+}
+
+TEST_F(Interposer, UnwritableOutputLeavesTheProgramUnharmed) {
+  const Result r = run_app(path("no/such/dir/t.mrt"));
+  EXPECT_TRUE(r.ok()) << r.err;
+  EXPECT_NE(r.err.find("memreplay: cannot record CUDA calls to"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the program goes on unrecorded"), std::string::npos) << r.err;
+}
+
+TEST_F(Interposer, EachProcessOfARunGetsItsOwnFile) {
+  { std::ofstream taken(path("t.mrt")); }  // as if another process of the run had claimed it
+  const Result r = run_app(path("t.mrt"), {}, 1, 1);
+  ASSERT_TRUE(r.ok()) << r.err;
+  std::vector<fs::path> own;
+  for (const auto& entry : fs::directory_iterator(dir_))
+    if (entry.path().filename().string().starts_with("t.") && entry.path().filename() != "t.mrt")
+      own.push_back(entry.path());
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].extension(), ".mrt");
+  EXPECT_GT(TraceReader::read_all(own[0].string()).size(), 0u);
+}
+
+TEST_F(Interposer, WithoutAnOutputItOnlySaysSo) {
+  const Result r = run({MEMREPLAY_FAKE_CUDA_APP, "1", "1"}, {{"LD_PRELOAD", MEMREPLAY_INTERPOSER_LIB}}, dir_);
+  EXPECT_TRUE(r.ok()) << r.err;
+  EXPECT_NE(r.err.find("MEMREPLAY_OUTPUT is not set"), std::string::npos) << r.err;
+}
+
+#ifdef MEMREPLAY_CLI
+TEST_F(Interposer, RecordCommandRunsTheProgramAndSummarizes) {
+  const Result help = run({MEMREPLAY_CLI, "--help"}, {}, dir_);
+  if (help.out.find("\n  record") == std::string::npos)
+    GTEST_SKIP() << "`memreplay record` is not wired into tools/cli/main.cpp yet";
+  const std::string summary = path("summary.json");
+  const Result r = run({MEMREPLAY_CLI, "record", "-o", path("t.mrt"), "--interposer", MEMREPLAY_INTERPOSER_LIB,
+                     "--summary-json", summary, "--", MEMREPLAY_FAKE_CUDA_APP, "2", "5"},
+                    {}, dir_);
+  ASSERT_TRUE(r.ok()) << r.err;
+  EXPECT_EQ(read_trace(path("t.mrt")).events.size(), kSequence.size() + 2 * 5 * 2);
+  std::ifstream in(summary);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"device_allocations\""), std::string::npos) << json;
+  EXPECT_NE(json.find("memreplay_fake_cuda_app"), std::string::npos) << json;
+}
+#endif
+
+#else
+
+TEST(Interposer, NeedsTheCudaHeaders) { GTEST_SKIP() << "built without the CUDA toolkit: no interposer"; }
+
+#endif
+
+}  // namespace
+}  // namespace memreplay

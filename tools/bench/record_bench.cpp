@@ -1,0 +1,163 @@
+// What live recording costs.
+//
+//   BM_RecordHotPath/threads:N   one recording call on N threads at once (recording::on_alloc):
+//                                the cost the recorded program pays per event
+//   BM_RecordEndToEnd            the same calls plus the wait until they are in the file: the
+//                                whole C++ API -> writer -> .mrt path per event (the writer
+//                                thread runs on another core meanwhile)
+//   BM_LiveTraceWriterAppend     the writer thread's own work per event (columns, zstd, write)
+//   BM_CudaMallocFreePair        a cudaMalloc/cudaFree pair of 1 MiB on the GPU; run it with and
+//                                without LD_PRELOAD=libmemreplay_interposer.so (tools/gpu_record_check.sh)
+//                                for the interposer's cost; skipped without a GPU
+//
+// Each hot-path batch fits in the thread's buffer and is flushed with the timer paused, so no
+// event is dropped and the numbers are the recording call itself; the "dropped" counter says so.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "recorder/live_trace_writer.h"
+#include "recorder/recording_api.h"
+
+#if defined(MEMREPLAY_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace memreplay {
+namespace {
+
+namespace fs = std::filesystem;
+namespace rec = memreplay::recording;
+
+constexpr int64_t kBatch = 1 << 15;
+
+std::string bench_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("memreplay_bench_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+rec::Options bench_options() {
+  rec::Options options;
+  options.thread_buffer_events = 1u << 16;  // two batches: nothing is dropped
+  options.flush_interval = std::chrono::milliseconds(500);
+  return options;
+}
+
+// Addresses and sizes like a caching allocator's: a few hundred blocks reused.
+struct Program {
+  std::vector<uint64_t> addresses, sizes;
+  Program() {
+    std::mt19937_64 rng(1);
+    for (int i = 0; i < 512; ++i) {
+      addresses.push_back(0x7f0000000000ull + (rng() % 100000) * 512);
+      sizes.push_back(512 * (1 + rng() % 4096));
+    }
+  }
+};
+
+void BM_RecordHotPath(benchmark::State& state) {
+  static std::atomic<int> ready{0};
+  if (state.thread_index() == 0) {
+    rec::start(bench_path("hot.mrt"), bench_options());
+    ready = 1;
+  }
+  while (ready.load() == 0) {
+  }
+  const Program program;
+  size_t i = 0;
+  while (state.KeepRunningBatch(kBatch)) {
+    for (int64_t k = 0; k < kBatch; ++k, ++i)
+      rec::on_alloc(reinterpret_cast<const void*>(program.addresses[i & 511]), program.sizes[i & 511], 7);
+    state.PauseTiming();
+    rec::flush();  // empty the buffer, untimed
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    const rec::Stats stats = rec::stats();
+    state.counters["dropped"] = static_cast<double>(stats.dropped);
+    rec::stop();
+    ready = 0;
+    fs::remove(bench_path("hot.mrt"));
+  }
+}
+BENCHMARK(BM_RecordHotPath)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+void BM_RecordEndToEnd(benchmark::State& state) {
+  rec::start(bench_path("e2e.mrt"), bench_options());
+  const Program program;
+  size_t i = 0;
+  while (state.KeepRunningBatch(kBatch)) {
+    for (int64_t k = 0; k < kBatch; ++k, ++i)
+      rec::on_alloc(reinterpret_cast<const void*>(program.addresses[i & 511]), program.sizes[i & 511], 7);
+    rec::flush();  // timed: until the batch is in the file
+  }
+  state.SetItemsProcessed(state.iterations());
+  const rec::Stats stats = rec::stats();
+  rec::stop();
+  state.counters["dropped"] = static_cast<double>(stats.dropped);
+  state.counters["bytes_per_event"] =
+      static_cast<double>(fs::file_size(bench_path("e2e.mrt"))) / static_cast<double>(std::max<uint64_t>(1, stats.written));
+  fs::remove(bench_path("e2e.mrt"));
+}
+BENCHMARK(BM_RecordEndToEnd)->UseRealTime();
+
+void BM_LiveTraceWriterAppend(benchmark::State& state) {
+  LiveTraceHeader header;
+  header.source = "bench";
+  LiveTraceWriter writer(bench_path("writer.mrt"), header, 16384, static_cast<int>(state.range(0)));
+  const Program program;
+  Event e;
+  e.kind = EventKind::alloc;
+  e.stream = 7;
+  uint64_t i = 0, time = 1'722'000'000'000'000'000ull;
+  for (auto _ : state) {
+    e.address = program.addresses[i & 511];
+    e.size = program.sizes[i & 511];
+    e.time_ns = time += 700 + (i & 3) * 100;
+    writer.append(e);
+    ++i;
+  }
+  writer.finish();
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_per_event"] =
+      static_cast<double>(fs::file_size(bench_path("writer.mrt"))) / static_cast<double>(std::max<uint64_t>(1, i));
+  fs::remove(bench_path("writer.mrt"));
+}
+BENCHMARK(BM_LiveTraceWriterAppend)->Arg(3)->Arg(9);
+
+void BM_CudaMallocFreePair(benchmark::State& state) {
+#if defined(MEMREPLAY_HAVE_CUDA)
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  void* warm = nullptr;
+  cudaMalloc(&warm, 1);  // context creation out of the measurement
+  cudaFree(warm);
+  for (auto _ : state) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, 1 << 20) != cudaSuccess) {
+      state.SkipWithError("cudaMalloc failed");
+      break;
+    }
+    cudaFree(p);
+  }
+  state.counters["interposed"] = std::getenv("LD_PRELOAD") && std::string(std::getenv("LD_PRELOAD")).find("memreplay") != std::string::npos;
+#else
+  state.SkipWithError("built without the CUDA toolkit");
+#endif
+}
+BENCHMARK(BM_CudaMallocFreePair);
+
+}  // namespace
+}  // namespace memreplay
+
+BENCHMARK_MAIN();
