@@ -8,22 +8,17 @@ Timeline::Timeline(size_t capacity) : capacity_(std::max<size_t>(capacity, 2)) {
   points_.reserve(capacity_);
 }
 
-void Timeline::record(uint64_t event, uint64_t time_ns, uint64_t reserved, uint64_t allocated,
-                      uint64_t requested) {
+void Timeline::start_bucket(uint64_t event, uint64_t time_ns, uint64_t reserved, uint64_t allocated,
+                            uint64_t requested) {
+  if (points_.size() == capacity_) halve();
   const uint64_t bucket_start = event / bucket_width_ * bucket_width_;
-  if (points_.empty() || points_.back().event != bucket_start) {
-    if (points_.size() == capacity_) {
-      halve();
-      record(event, time_ns, reserved, allocated, requested);
-      return;
-    }
-    points_.push_back({bucket_start, time_ns, reserved, allocated, requested});
+  if (!points_.empty() && points_.back().event == bucket_start) {  // halving merged into this bucket
+    next_bucket_start_ = bucket_start + bucket_width_;
+    record(event, time_ns, reserved, allocated, requested);
     return;
   }
-  auto& p = points_.back();
-  p.reserved = std::max(p.reserved, reserved);
-  p.allocated = std::max(p.allocated, allocated);
-  p.requested = std::max(p.requested, requested);
+  points_.push_back({bucket_start, time_ns, reserved, allocated, requested});
+  next_bucket_start_ = bucket_start + bucket_width_;
 }
 
 void Timeline::halve() {
@@ -43,6 +38,7 @@ void Timeline::halve() {
     }
   }
   points_ = std::move(merged);
+  next_bucket_start_ = points_.back().event + bucket_width_;
 }
 
 }  // namespace memreplay
