@@ -20,7 +20,7 @@ struct DeviceCounters {
   uint64_t release_calls = 0;   // cuMemAddressFree
   uint64_t map_calls = 0;       // successful map() calls (each may map several pages)
   uint64_t unmap_calls = 0;     // unmap() calls
-  uint64_t failed_calls = 0;    // malloc()/map() that failed for lack of memory
+  uint64_t failed_calls = 0;    // malloc()/map()/pool_malloc_async() that failed for lack of memory
   uint64_t reserved_bytes = 0;  // physical bytes held now: cudaMalloc'd + mapped + pool reserved
   uint64_t reserved_peak = 0;
   // Stream-ordered pool (cudaMemPool_t), when a policy uses one.

@@ -125,14 +125,14 @@ class BlockTable {
 
 }  // namespace
 
-AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const Event> trace) {
+AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace) {
   SegmentMap segments;
   for (const SegmentState& s : final_state.segments) segments[s.address] = s;
   BlockTable blocks(final_state.blocks.size() + 1024);
   for (const BlockState& b : final_state.blocks) blocks.put(b);
 
   for (size_t i = trace.size(); i-- > 0;) {
-    const Event& e = trace[i];
+    const TraceStep& e = trace[i];
     switch (e.kind) {
       case EventKind::alloc:
         blocks.erase(e.address);
@@ -165,8 +165,10 @@ AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::spa
   initial.segments.reserve(segments.size());
   for (const auto& [address, s] : segments) initial.segments.push_back(s);
   blocks.for_each([&](BlockState block) {
-    if (block.size == 0)  // allocated before the trace, freed within it: size never recorded
-      block.size = std::max(kMinBlockSize, (block.requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
+    if (block.size == 0) {  // allocated before the trace, freed within it: size never recorded
+      const uint64_t rounded = (block.requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+      block.size = std::max(kMinBlockSize, rounded);
+    }
     initial.blocks.push_back(block);
   });
   std::sort(initial.blocks.begin(), initial.blocks.end(),

@@ -12,10 +12,20 @@
 
 namespace memreplay {
 
+// A trace event reduced to what the rebuild (and empty_cache inference) reads: 24 bytes, since
+// importers keep one per entry of traces with millions. `stream` is the caller's label for the
+// stream (an index into its own table of handles); states hand the same labels back.
+struct TraceStep {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint32_t stream = 0;
+  EventKind kind = EventKind::alloc;
+};
+
 struct SegmentState {
   uint64_t address = 0;
   uint64_t size = 0;
-  uint64_t stream = 0;
+  uint64_t stream = 0;     // a handle, or the caller's label for one (see TraceStep)
   // A mapped range of an expandable segment (segment_map/unmap), not a cudaMalloc segment.
   bool expandable = false;
   friend bool operator==(const SegmentState&, const SegmentState&) = default;
@@ -25,7 +35,7 @@ struct BlockState {
   uint64_t address = 0;
   uint64_t requested = 0;      // bytes the application asked for
   uint64_t size = 0;           // bytes the allocator gave it (rounded); 0 = unknown
-  uint64_t stream = 0;
+  uint64_t stream = 0;         // a handle, or the caller's label for one (see TraceStep)
   bool pending_free = false;   // free_requested seen, free_completed not yet
   friend bool operator==(const BlockState&, const BlockState&) = default;
 };
@@ -47,7 +57,7 @@ struct AllocatorState {
 // during the trace but allocated before it has no recorded size: it gets `requested` rounded up
 // to 512 bytes (PyTorch's minimum block granularity). That is exact for small requests and an
 // approximation for large ones (the allocator may have given it a bigger, unsplit block).
-AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const Event> trace);
+AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace);
 
 // Events that recreate `state` from an empty allocator, all flagged kPreexisting: segment_alloc
 // for cudaMalloc segments, segment_map for mapped expandable ranges, then alloc for each live

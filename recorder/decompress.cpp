@@ -193,9 +193,12 @@ Compression detect_compression(std::string_view data, const std::string& file) {
   if (starts_with(data, "\x28\xb5\x2f\xfd")) return Compression::zstd;
   if (is_zlib_header(data)) return Compression::zlib;
   // Known, but not worth a dependency: say so rather than fail later with "unknown format".
-  if (starts_with(data, "BZh")) throw InputError(file + ": bzip2-compressed input is not supported; use xz, gzip or zstd");
-  if (starts_with(data, "LZIP")) throw InputError(file + ": lzip-compressed input is not supported; use xz, gzip or zstd");
-  if (starts_with(data, "\x04\x22\x4d\x18")) throw InputError(file + ": lz4-compressed input is not supported; use xz, gzip or zstd");
+  auto refuse = [&](const char* name) {
+    return InputError(file + ": " + name + "-compressed input is not supported; use xz, gzip or zstd");
+  };
+  if (starts_with(data, "BZh")) throw refuse("bzip2");
+  if (starts_with(data, "LZIP")) throw refuse("lzip");
+  if (starts_with(data, "\x04\x22\x4d\x18")) throw refuse("lz4");
   return Compression::none;
 }
 

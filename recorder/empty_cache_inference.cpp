@@ -18,7 +18,7 @@ class Occupancy {
     for (const BlockState& b : initial.blocks) adjust(b.address, +1);
   }
 
-  void apply(const Event& e) {
+  void apply(const TraceStep& e) {
     switch (e.kind) {
       case EventKind::segment_alloc: segments_[e.address] = {e.size, 0}; break;
       case EventKind::segment_free: segments_.erase(e.address); break;
@@ -29,9 +29,9 @@ class Occupancy {
   }
 
   // True when every entirely free segment is among the segment_free entries of `run`.
-  bool run_releases_all_free(std::span<const Event> run) const {
+  bool run_releases_all_free(std::span<const TraceStep> run) const {
     std::vector<uint64_t> released;
-    for (const Event& e : run)
+    for (const TraceStep& e : run)
       if (e.kind == EventKind::segment_free) released.push_back(e.address);
     std::sort(released.begin(), released.end());
     for (const auto& [address, seg] : segments_)
@@ -58,7 +58,7 @@ class Occupancy {
 
 // oom_ahead[i]: an `oom` entry comes at or after i before the next `alloc` (one backward pass, so
 // a trace with many release runs stays linear).
-std::vector<bool> oom_before_next_alloc(std::span<const Event> trace) {
+std::vector<bool> oom_before_next_alloc(std::span<const TraceStep> trace) {
   std::vector<bool> oom_ahead(trace.size() + 1, false);
   for (size_t i = trace.size(); i-- > 0;) {
     if (trace[i].kind == EventKind::oom) oom_ahead[i] = true;
@@ -69,11 +69,11 @@ std::vector<bool> oom_before_next_alloc(std::span<const Event> trace) {
 
 }  // namespace
 
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const Event> trace) {
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace) {
   std::vector<size_t> found;
   // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
   // never release a segment.
-  if (std::none_of(trace.begin(), trace.end(), [](const Event& e) { return is_release(e.kind); }))
+  if (std::none_of(trace.begin(), trace.end(), [](const TraceStep& e) { return is_release(e.kind); }))
     return found;
   Occupancy occupancy(initial);
   const std::vector<bool> oom_ahead = oom_before_next_alloc(trace);
@@ -84,9 +84,9 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     }
     size_t end = i;
     while (end < trace.size() && is_release(trace[end].kind)) ++end;
-    const std::span<const Event> run = trace.subspan(i, end - i);
+    const std::span<const TraceStep> run = trace.subspan(i, end - i);
     if (occupancy.run_releases_all_free(run) && !oom_ahead[end]) found.push_back(i);
-    for (const Event& e : run) occupancy.apply(e);
+    for (const TraceStep& e : run) occupancy.apply(e);
     i = end;
   }
   return found;

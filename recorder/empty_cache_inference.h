@@ -31,6 +31,6 @@ namespace memreplay {
 
 // Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
 // of each run inferred to be an empty_cache, ascending.
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const Event> trace);
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace);
 
 }  // namespace memreplay

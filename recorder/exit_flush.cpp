@@ -1,6 +1,5 @@
 #include "recorder/exit_flush.h"
 
-#include <pthread.h>
 #include <signal.h>
 
 #include <array>
@@ -29,8 +28,6 @@ void for_each_client(F&& f) noexcept {
 
 void on_exit() { for_each_client([](ExitFlushClient* c) { c->flush_at_exit(); }); }
 
-void on_fork_child() { for_each_client([](ExitFlushClient* c) { c->forked_child(); }); }
-
 bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE; }
 
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
@@ -58,7 +55,6 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
 
 void install_handlers() {
   std::atexit(on_exit);
-  pthread_atfork(nullptr, nullptr, on_fork_child);
   for (int sig : kFatalSignals) {
     struct sigaction current {};
     if (sigaction(sig, nullptr, &current) != 0) continue;

@@ -1,12 +1,11 @@
 // Process-wide hooks that let live recorders save what they hold when the process goes away:
 //   exit()                    → flush_at_exit(): write everything and finish the file;
 //   a fatal signal            → flush_on_signal(): write what can be written within ~2 s, then the
-//                               signal goes on to the handler that was there before (or kills);
-//   fork(), in the child      → forked_child(): stop recording without touching the parent's file.
-// Handlers are installed when the first client registers: atexit, pthread_atfork, and sigaction
-// for SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP and SIGQUIT unless the
-// signal is ignored. A program that installs its own handler later replaces ours for that signal;
-// the periodic flush still bounds what a crash loses.
+//                               signal goes on to the handler that was there before (or kills).
+// Handlers are installed when the first client registers: atexit, and sigaction for SIGSEGV,
+// SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP and SIGQUIT unless the signal is
+// ignored. A program that installs its own handler later replaces ours for that signal; the
+// periodic flush still bounds what a crash loses. (fork() is live_recorder.cpp's business.)
 #pragma once
 
 namespace memreplay::detail {
@@ -17,10 +16,10 @@ class ExitFlushClient {
   virtual void flush_at_exit() noexcept = 0;
   // Called from a signal handler: only async-signal-tolerant work (set flags, sleep, poll).
   virtual void flush_on_signal() noexcept = 0;
-  virtual void forked_child() noexcept = 0;
 };
 
-// At most 64 clients at once; more are not flushed at exit (recording still works).
+// At most 64 clients at once; more are not flushed at exit (recording still works). A client
+// unwatches itself once it has nothing left to save.
 void watch_process_exit(ExitFlushClient* client) noexcept;
 void unwatch_process_exit(ExitFlushClient* client) noexcept;
 

@@ -67,10 +67,14 @@ pthread_key_t g_thread_exit_key;
 
 void on_thread_exit(void*);
 
+void on_fork_prepare() { g_live_mutex.lock(); }
+void on_fork_parent() { g_live_mutex.unlock(); }
+void on_fork_child();
+
 void init_process_hooks() {
   pthread_key_create(&g_thread_exit_key, on_thread_exit);
-  // Keep g_live_mutex consistent across fork(): taken around it, released on both sides.
-  pthread_atfork([] { g_live_mutex.lock(); }, [] { g_live_mutex.unlock(); }, [] { g_live_mutex.unlock(); });
+  // g_live_mutex is held across fork(), so the child finds the list whole.
+  pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
 void ensure_process_hooks() {
@@ -94,7 +98,8 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
   // ExitFlushClient
   void flush_at_exit() noexcept override { close(); }
   void flush_on_signal() noexcept override;
-  void forked_child() noexcept override;
+  // In a fork() child: the writer thread and the file belong to the parent; stop recording.
+  void forked_child() noexcept;
 
   // --- writer thread ---
   static void* writer_main(void* self);
@@ -123,7 +128,7 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
   std::atomic<uint64_t> lost_without_ring_{0};
   std::atomic<bool> wake_{false};
   std::atomic<bool> forked_{false};
-  std::atomic<int> signal_flush_{0};  // 1 requested by a signal handler, 2 done
+  std::atomic<int> signal_flush_{0};  // 1: requested by a signal handler; 2: done
 
   std::mutex rings_mutex_;
   std::vector<std::unique_ptr<ThreadRing>> rings_;
@@ -282,15 +287,17 @@ void LiveRecorder::Impl::close() noexcept {
   cv_.notify_one();
   if (t_writer_of == this) return;  // a resolver closing us: the writer finishes by itself
   pthread_join(thread_, nullptr);
-  std::lock_guard lock(mutex_);
-  thread_started_ = false;
+  {
+    std::lock_guard lock(mutex_);
+    thread_started_ = false;
+  }
+  detail::unwatch_process_exit(this);  // nothing left to save at exit
 }
 
 void LiveRecorder::Impl::flush_on_signal() noexcept {
   // No lock here: the interrupted thread may hold it. The writer polls signal_flush_.
   if (forked_.load() || t_writer_of == this || !writer_running_.load()) return;
-  int expected = 0;
-  if (!signal_flush_.compare_exchange_strong(expected, 1)) return;
+  signal_flush_.store(1);  // again after an earlier signal the process survived (SIGINT in Python)
   for (int waited = 0; waited < kSignalFlushWaitMs && signal_flush_.load() != 2; ++waited) {
     struct timespec ms = {0, 1'000'000};
     nanosleep(&ms, nullptr);
@@ -309,6 +316,11 @@ void LiveRecorder::Impl::retire_thread(uint64_t thread_key) {
 }
 
 namespace {
+
+void on_fork_child() {
+  for (LiveRecorder::Impl* impl : g_live) impl->forked_child();
+  g_live_mutex.unlock();
+}
 
 void on_thread_exit(void*) {
   if (t_thread_key != 0) {

@@ -172,7 +172,6 @@ std::optional<Value> Value::get(std::string_view key) const {
 class RefStack {
  public:
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   uint32_t back() const { return buf_[size_ - 1]; }
   uint32_t operator[](size_t i) const { return buf_[i]; }
   const uint32_t* data() const { return buf_.data(); }
@@ -202,8 +201,9 @@ class Unpickler {
     // Scalar references are input offsets below kScalarBit.
     if (data_.size() >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
     tree_.data_ = data_;
-    // Snapshot pickles need about one container per 70 input bytes and one item per 8.
-    tree_.containers_.reserve(data_.size() / 64 + 16);
+    // Snapshot pickles hold one container per 52-72 input bytes and one item per 6.6-9: reserve
+    // for the densest, so the big arrays never move while growing.
+    tree_.containers_.reserve(data_.size() / 48 + 16);
     tree_.children_.reserve(data_.size() / 6 + 16);
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
@@ -220,9 +220,18 @@ class Unpickler {
         case BININT1: push_scalar(1); break;
         case BININT2: push_scalar(2); break;
         case BININT: push_scalar(4); break;
-        case SHORT_BINUNICODE: push_scalar(read_le(1)); break;
+        case SHORT_BINUNICODE:
+          push_scalar(read_le(1));
+          take_next_memoize();
+          break;
         case MARK: marks_.push_back(stack_.size()); break;
-        case EMPTY_DICT: push(add_container(Kind::dict)); break;
+        case EMPTY_DICT:  // in snapshots always followed by MEMOIZE, MARK
+          push(add_container(Kind::dict));
+          if (take_next_memoize() && next_op_is(MARK)) {
+            ++pos_;
+            marks_.push_back(stack_.size());
+          }
+          break;
         case SETITEMS: extend(Kind::dict, pop_mark()); break;
         case STOP:
           require(1);
@@ -282,6 +291,19 @@ class Unpickler {
     if (!fits) fail_here("integer of " + std::to_string(n) + " bytes does not fit in 64 bits");
   }
 
+  // Python memoizes nearly every str and container right after pushing it. Taking that MEMOIZE
+  // (and a MARK after a new dict) here saves a dispatch, the costliest part of a cheap opcode.
+  // Neither can fail at this point (the value is on the stack), so error offsets stay exact.
+  [[gnu::always_inline]] bool next_op_is(uint8_t op) const {
+    return pos_ < data_.size() && static_cast<uint8_t>(data_[pos_]) == op;
+  }
+  [[gnu::always_inline]] bool take_next_memoize() {
+    if (!next_op_is(MEMOIZE)) return false;
+    ++pos_;
+    memo_put(memo_count_);
+    return true;
+  }
+
   // --- stack ---
   [[gnu::always_inline]] size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   [[gnu::always_inline]] void require(size_t n) const {
@@ -297,12 +319,12 @@ class Unpickler {
     return mark;
   }
   [[gnu::always_inline]] void push(uint32_t ref) { stack_.push(ref); }
-  // A scalar is referenced by its opcode's offset; `argument_bytes` are checked to be there.
+  // A scalar is referenced by its opcode's offset; its `argument_bytes` are checked to be there
+  // (str and bytes: the length read from the opcode's argument).
   [[gnu::always_inline]] void push_scalar(uint64_t argument_bytes) {
     take(argument_bytes);
     push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
   }
-  void push_text(uint64_t length) { push_scalar(length); }
   // LONG1/LONG4 with an n-byte payload.
   [[gnu::always_inline]] void push_long(uint64_t n) {
     check_long(take(n), n);
@@ -493,13 +515,13 @@ class Unpickler {
         push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
         break;
       }
-      case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES: push_text(read_le(1)); break;
-      case BINUNICODE: case BINBYTES: push_text(read_le(4)); break;
-      case BINUNICODE8: case BINBYTES8: case BYTEARRAY8: push_text(read_le(8)); break;
+      case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES: push_scalar(read_le(1)); break;
+      case BINUNICODE: case BINBYTES: push_scalar(read_le(4)); break;
+      case BINUNICODE8: case BINBYTES8: case BYTEARRAY8: push_scalar(read_le(8)); break;
       case BINSTRING: {
         const auto n = static_cast<int32_t>(read_le(4));
         if (n < 0) fail_here("negative length");
-        push_text(static_cast<uint64_t>(n));
+        push_scalar(static_cast<uint64_t>(n));
         break;
       }
       case READONLY_BUFFER: require(1); break;  // only marks a buffer read-only

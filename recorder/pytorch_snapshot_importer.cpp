@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -12,98 +10,17 @@
 #include "recorder/decompress.h"
 #include "recorder/empty_cache_inference.h"
 #include "recorder/pickle_reader.h"
+#include "recorder/pickle_text.h"
 
 namespace memreplay {
 namespace {
 
 using pickle::Kind;
+using pickle::python_text;
 using pickle::Value;
 
 // Far above any real machine; keeps a corrupt device index from sizing vectors by it.
 constexpr uint64_t kMaxDevices = 1024;
-// Limits on turning values into text (annotations, settings), which nest only a level or two.
-constexpr int kMaxDepth = 8;
-constexpr size_t kMaxTextBytes = 4096;
-constexpr size_t kMaxSettings = 4096;
-
-// --- value formatting (annotations, allocator_settings) ---
-
-// Python's repr() of a float: shortest round-trip digits, always with a '.' or exponent.
-std::string python_float(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  std::array<char, 32> buf{};
-  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
-  std::string s(buf.data(), end);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-// Appends Python-like text for `v` to `out`. Nested containers are cut off by depth and by
-// length: a hostile pickle can alias one list into itself a thousand times over.
-void append_text(Value v, int depth, std::string& out) {
-  if (out.size() > kMaxTextBytes) return;
-  switch (v.kind()) {
-    case Kind::none: out += "None"; return;
-    case Kind::boolean: out += v.as_bool() ? "True" : "False"; return;
-    case Kind::integer: out += std::to_string(v.as_int()); return;
-    case Kind::floating: out += python_float(v.as_float()); return;
-    case Kind::str:
-    case Kind::bytes: out += v.as_str().substr(0, kMaxTextBytes); return;
-    case Kind::list:
-    case Kind::tuple:
-    case Kind::set:
-    case Kind::dict: {
-      if (depth >= kMaxDepth) {
-        out += "...";
-        return;
-      }
-      const bool dict = v.is(Kind::dict);
-      out += dict ? '{' : '[';
-      bool first = true;
-      auto separator = [&] {
-        if (!first) out += ',';
-        first = false;
-      };
-      if (dict) {
-        v.for_each_pair([&](Value k, Value item) {
-          separator();
-          append_text(k, depth + 1, out);
-          out += ':';
-          append_text(item, depth + 1, out);
-        });
-      } else {
-        v.for_each_item([&](Value item) {
-          separator();
-          append_text(item, depth + 1, out);
-        });
-      }
-      out += dict ? '}' : ']';
-      return;
-    }
-  }
-}
-
-std::string to_text(Value v) {
-  std::string out;
-  append_text(v, 0, out);
-  if (out.size() > kMaxTextBytes) out.resize(kMaxTextBytes);
-  return out;
-}
-
-// allocator_settings, flattened: {"a": {"1": 0}} → "a.1" = "0". At most kMaxSettings entries.
-void flatten_settings(Value v, const std::string& prefix, int depth,
-                      google::protobuf::Map<std::string, std::string>& out) {
-  if (out.size() >= kMaxSettings) return;
-  if (v.is(Kind::dict) && depth < kMaxDepth) {
-    v.for_each_pair([&](Value k, Value item) {
-      flatten_settings(item, prefix.empty() ? to_text(k) : prefix + "." + to_text(k), depth + 1, out);
-    });
-    return;
-  }
-  out[prefix] = to_text(v);
-}
-
 // --- trace entry keys and actions ---
 
 enum class Field : uint8_t { other, action, addr, size, stream, time_us, frames, device_free, user_metadata };
@@ -158,6 +75,26 @@ class NodeCache {
   T (*classify_)(Value);
 };
 
+// Stream handles as small labels (TraceStep::stream): a trace uses a handful of streams.
+class StreamTable {
+ public:
+  uint32_t label(uint64_t handle) {
+    if (!handles_.empty() && handle == last_handle_) return last_label_;
+    const auto [it, inserted] = labels_.try_emplace(handle, static_cast<uint32_t>(handles_.size()));
+    if (inserted) handles_.push_back(handle);
+    last_handle_ = handle;
+    last_label_ = it->second;
+    return last_label_;
+  }
+  uint64_t handle(uint64_t label) const { return handles_[label]; }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> labels_;
+  std::vector<uint64_t> handles_;
+  uint64_t last_handle_ = 0;
+  uint32_t last_label_ = 0;
+};
+
 class SnapshotImporter {
  public:
   // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
@@ -169,7 +106,7 @@ class SnapshotImporter {
     std::vector<AllocatorState> initial(devices_.size());
     bool starts_mid_run = false;
     for (size_t d = 0; d < devices_.size(); ++d) {
-      initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].trace);
+      initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].steps);
       starts_mid_run |= !initial[d].empty();
     }
     header_.set_starts_mid_run(starts_mid_run);
@@ -178,21 +115,82 @@ class SnapshotImporter {
     stack_ids_.reserve(stacks_.size());
     for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
     for (size_t d = 0; d < devices_.size(); ++d) {
-      const auto& trace = devices_[d].trace;
-      const uint64_t start = trace.empty() ? header_.capture_time_ns() : trace.front().time_ns;
-      for (const Event& e : preexisting_events(initial[d], static_cast<uint32_t>(d), start)) emit(sink, e);
+      const auto& times = devices_[d].times;
+      const uint64_t start = times.empty() ? header_.capture_time_ns() : times.front();
+      for (Event e : preexisting_events(initial[d], static_cast<uint32_t>(d), start)) {
+        e.stream = streams_.handle(e.stream);
+        emit(sink, e);
+      }
     }
-    std::vector<std::vector<Event>> sequences(devices_.size());
-    for (size_t d = 0; d < devices_.size(); ++d) sequences[d] = device_sequence(d, initial[d]);
-    emit_merged(sink, sequences);
+    std::vector<DeviceCursor> cursors;
+    cursors.reserve(devices_.size());
+    for (size_t d = 0; d < devices_.size(); ++d)
+      cursors.emplace_back(*this, static_cast<uint32_t>(d), infer_empty_cache(initial[d], devices_[d].steps));
+    emit_merged(sink, cursors);
     sink.finish();
   }
 
  private:
+  // A device's trace is kept in columns, one row per device_traces[d] entry: 36 bytes an entry
+  // rather than an Event's 56, which matters for traces of millions of entries.
   struct Device {
-    std::vector<Event> trace;        // one event per device_traces[d] entry
+    std::vector<TraceStep> steps;    // oom: address holds device_free; annotation: its metadata index
+    std::vector<uint64_t> times;     // time_ns
+    std::vector<uint32_t> stacks;    // local stack ids (see stacks_), 0 for none
     std::vector<Event> annotations;  // external_annotations of this device, by time
-    AllocatorState final_state;      // from `segments`
+    AllocatorState final_state;      // from `segments`, streams as labels
+  };
+
+  // The Event of device d's trace entry i.
+  Event trace_event(uint32_t d, size_t i) const {
+    const Device& dev = devices_[d];
+    const TraceStep& step = dev.steps[i];
+    Event e;
+    e.kind = step.kind;
+    e.device = d;
+    e.time_ns = dev.times[i];
+    e.stream = streams_.handle(step.stream);
+    e.size = step.size;
+    e.stack = dev.stacks[i];
+    if (step.kind == EventKind::oom || step.kind == EventKind::annotation) e.aux = step.address;
+    else e.address = step.address;
+    return e;
+  }
+
+  // Device d's events in order: its trace, with inferred empty_cache events before their release
+  // runs and annotations after the trace events of the same or an earlier time.
+  class DeviceCursor {
+   public:
+    DeviceCursor(const SnapshotImporter& importer, uint32_t d, std::vector<size_t> empties)
+        : importer_(importer), dev_(importer.devices_[d]), d_(d), empties_(std::move(empties)) {}
+    bool done() const { return next_ == dev_.steps.size() && annotation_ == dev_.annotations.size(); }
+    uint64_t time() const {
+      return annotation_first() ? dev_.annotations[annotation_].time_ns : dev_.times[next_];
+    }
+    Event take() {
+      if (annotation_first()) return dev_.annotations[annotation_++];
+      if (empty_ < empties_.size() && empties_[empty_] == next_) {
+        ++empty_;
+        Event empty;
+        empty.kind = EventKind::empty_cache;
+        empty.device = d_;
+        empty.time_ns = dev_.times[next_];
+        empty.flags = kInferred;
+        return empty;
+      }
+      return importer_.trace_event(d_, next_++);
+    }
+
+   private:
+    bool annotation_first() const {
+      return annotation_ < dev_.annotations.size() &&
+             (next_ == dev_.steps.size() || dev_.annotations[annotation_].time_ns < dev_.times[next_]);
+    }
+    const SnapshotImporter& importer_;
+    const Device& dev_;
+    uint32_t d_;
+    std::vector<size_t> empties_;
+    size_t next_ = 0, annotation_ = 0, empty_ = 0;
   };
 
   [[noreturn]] void fail(const std::string& what) const { throw InputError(file_ + ": " + what); }
@@ -243,12 +241,13 @@ class SnapshotImporter {
     uint32_t d = 0;
     for (Value trace : traces->items()) read_trace(d++, trace);
     if (annotations) read_annotations(*annotations);
-    if (settings && settings->is(Kind::dict))
-      flatten_settings(*settings, "", 0, *header_.mutable_allocator_settings());
+    if (settings)
+      for (auto& [key, text] : pickle::flatten_dict(*settings))
+        (*header_.mutable_allocator_settings())[key] = text;
 
     uint64_t capture = 0;
     for (const Device& dev : devices_) {
-      if (!dev.trace.empty()) capture = std::max(capture, dev.trace.back().time_ns);
+      if (!dev.times.empty()) capture = std::max(capture, dev.times.back());
       if (!dev.annotations.empty()) capture = std::max(capture, dev.annotations.back().time_ns);
     }
     header_.set_capture_time_ns(capture);
@@ -274,7 +273,8 @@ class SnapshotImporter {
   template <typename Fail>
   static int64_t integer(Value v, std::string_view name, Fail&& fail) {
     const std::optional<int64_t> n = v.int_value();
-    if (!n) fail("'" + std::string(name) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+    if (!n)
+      fail("'" + std::string(name) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
     return *n;
   }
   template <typename Fail>
@@ -306,7 +306,7 @@ class SnapshotImporter {
       SegmentState s;
       s.address = non_negative(need(seg, "address", where), "address", bad);
       s.size = non_negative(need(seg, "total_size", where), "total_size", bad);
-      s.stream = static_cast<uint64_t>(integer(need(seg, "stream", where), "stream", bad));
+      s.stream = streams_.label(static_cast<uint64_t>(integer(need(seg, "stream", where), "stream", bad)));
       const auto expandable = seg.get("is_expandable");
       s.expandable = expandable && expandable->is(Kind::boolean) && expandable->as_bool();
       const uint64_t dev = non_negative(need(seg, "device", where), "device", bad);
@@ -353,10 +353,12 @@ class SnapshotImporter {
   void read_trace(uint32_t d, Value list) {
     if (!list.is(Kind::list)) fail("device_traces[" + std::to_string(d) + "] is not a list");
     charge(list.size());
-    std::vector<Event>& out = devices_[d].trace;
-    out.reserve(out.size() + list.size());
+    Device& dev = devices_[d];
+    dev.steps.reserve(dev.steps.size() + list.size());
+    dev.times.reserve(dev.times.size() + list.size());
+    dev.stacks.reserve(dev.stacks.size() + list.size());
     uint64_t index = 0;
-    for (Value entry : list.items()) out.push_back(read_entry(d, index++, entry));
+    list.for_each_item([&](Value entry) { read_entry(d, index++, entry, dev); });
   }
 
   // The fields of one trace entry, found in one pass over its pairs.
@@ -367,75 +369,96 @@ class SnapshotImporter {
   };
 
   // Errors of read_entry, built out of line so that the hot path is only tests.
-  [[noreturn, gnu::cold, gnu::noinline]] void bad_field(uint32_t d, uint64_t index, Field f, const EntryFields& e) const {
-    if (!e.has(f)) fail_entry(d, index, "missing key '" + std::string(field_name(f)) + "'");
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_field(uint32_t d, uint64_t index, Field f,
+                                                       const EntryFields& e) const {
+    const std::string name = field_name(f);
+    if (!e.has(f)) fail_entry(d, index, "missing key '" + name + "'");
     const Value v(&tree_, e.ref[static_cast<size_t>(f)]);
-    const auto n = v.int_value();
-    if (n) fail_entry(d, index, "'" + std::string(field_name(f)) + "' is out of range (" + std::to_string(*n) + ")");
-    fail_entry(d, index, "'" + std::string(field_name(f)) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+    if (const auto n = v.int_value()) fail_entry(d, index, "'" + name + "' is out of range (" + std::to_string(*n) + ")");
+    fail_entry(d, index, "'" + name + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
   }
   [[noreturn, gnu::cold, gnu::noinline]] void bad_action(uint32_t d, uint64_t index, Value action) const {
     if (!action.is(Kind::str)) fail_entry(d, index, "'action' is not a str");
     fail_entry(d, index, "unknown action '" + std::string(action.as_str().substr(0, 64)) + "'");
   }
 
-  Event read_entry(uint32_t d, uint64_t index, Value entry) {
+  // An int field in [0, max]; anything else is an error naming the field.
+  [[gnu::always_inline]] uint64_t field_number(const EntryFields& fields, Field f, uint64_t max, uint32_t d,
+                                               uint64_t index) const {
+    if (!fields.has(f)) bad_field(d, index, f, fields);
+    const std::optional<int64_t> n = Value(&tree_, fields.ref[static_cast<size_t>(f)]).int_value();
+    if (!n || *n < 0 || static_cast<uint64_t>(*n) > max) bad_field(d, index, f, fields);
+    return static_cast<uint64_t>(*n);
+  }
+
+  void read_entry(uint32_t d, uint64_t index, Value entry, Device& out) {
     if (!entry.is(Kind::dict))
       fail_entry(d, index, "is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
     EntryFields fields;
-    entry.for_each_pair([&](Value k, Value v) {
-      const Field f = keys_.get(k);
-      fields.ref[static_cast<size_t>(f)] = v.id();
-      fields.seen |= 1u << static_cast<unsigned>(f);
-    });
+    const uint32_t shape = entry.shape_id();
+    if (shape != 0 && shape == shape_.id) {  // same keys as the last entry: fields by position
+      const Field* field = shape_.fields.data();
+      entry.for_each_pair([&](Value, Value v) { fields.ref[static_cast<size_t>(*field++)] = v.id(); });
+      fields.seen = shape_.seen;
+    } else {
+      shape_.id = shape;
+      shape_.fields.clear();
+      entry.for_each_pair([&](Value k, Value v) {
+        const Field f = keys_.get(k);
+        fields.ref[static_cast<size_t>(f)] = v.id();
+        fields.seen |= 1u << static_cast<unsigned>(f);
+        shape_.fields.push_back(f);
+      });
+      shape_.seen = fields.seen;
+    }
     auto value = [&](Field f) { return Value(&tree_, fields.ref[static_cast<size_t>(f)]); };
-    // An int field in [0, max]; anything else is an error naming the field.
-    auto number = [&](Field f, uint64_t max = static_cast<uint64_t>(INT64_MAX)) -> uint64_t {
-      if (!fields.has(f)) bad_field(d, index, f, fields);
-      const std::optional<int64_t> n = value(f).int_value();
-      if (!n || *n < 0 || static_cast<uint64_t>(*n) > max) bad_field(d, index, f, fields);
-      return static_cast<uint64_t>(*n);
-    };
+    auto number = [&](Field f, uint64_t max = INT64_MAX) { return field_number(fields, f, max, d, index); };
 
     if (!fields.has(Field::action)) bad_field(d, index, Field::action, fields);
     const uint8_t kind = actions_.get(value(Field::action));
     if (kind == 0) bad_action(d, index, value(Field::action));
-    Event e;
-    e.kind = static_cast<EventKind>(kind);
-    e.device = d;
+    TraceStep step;
+    step.kind = static_cast<EventKind>(kind);
+    uint64_t time_ns = 0;
     // time_us: absent before PyTorch ≈2.1, then 0. ×1000 must fit in 64 bits.
-    if (fields.has(Field::time_us)) e.time_ns = number(Field::time_us, UINT64_MAX / 1000) * 1000;
+    if (fields.has(Field::time_us)) time_ns = number(Field::time_us, UINT64_MAX / 1000) * 1000;
     if (fields.has(Field::stream)) {  // a cudaStream_t as a Python int: keep its bits as they are
       const std::optional<int64_t> stream = value(Field::stream).int_value();
       if (!stream) bad_field(d, index, Field::stream, fields);
-      e.stream = static_cast<uint64_t>(*stream);
+      step.stream = streams_.label(static_cast<uint64_t>(*stream));
+    } else {
+      step.stream = streams_.label(0);
     }
-    switch (e.kind) {
+    switch (step.kind) {
       case EventKind::oom:  // no address; the free bytes CUDA reported instead
-        e.size = number(Field::size);
-        e.aux = number(Field::device_free);
+        step.size = number(Field::size);
+        step.address = number(Field::device_free);
         break;
       case EventKind::snapshot:
-        e.size = fields.has(Field::size) ? number(Field::size) : 0;
+        step.size = fields.has(Field::size) ? number(Field::size) : 0;
         break;
       case EventKind::annotation: {  // user_defined: its payload is user_metadata
         KeyValues kv;
-        if (fields.has(Field::user_metadata)) kv.emplace_back("user_metadata", to_text(value(Field::user_metadata)));
-        e.aux = annotation_texts_.size();
+        if (fields.has(Field::user_metadata))
+          kv.emplace_back("user_metadata", python_text(value(Field::user_metadata)));
+        step.address = annotation_texts_.size();
         annotation_texts_.push_back(std::move(kv));
         break;
       }
       default:
-        e.address = number(Field::addr);
-        e.size = number(Field::size);
+        step.address = number(Field::addr);
+        step.size = number(Field::size);
         if (!fields.has(Field::stream)) bad_field(d, index, Field::stream, fields);
         break;
     }
+    uint32_t stack = 0;
     if (fields.has(Field::frames)) {
       auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
-      e.stack = local_stack(value(Field::frames), bad);
+      stack = local_stack(value(Field::frames), bad);
     }
-    return e;
+    out.steps.push_back(step);
+    out.times.push_back(time_ns);
+    out.stacks.push_back(stack);
   }
 
   // The 1-based index in stacks_ of a frames list (0 for none), shared by aliased lists.
@@ -456,7 +479,7 @@ class SnapshotImporter {
         if (key == "filename" && v.is(Kind::str)) f.filename = v.as_str(), has_filename = true;
         else if (key == "name" && v.is(Kind::str)) f.name = v.as_str(), has_name = true;
         else if (key == "line" && v.is(Kind::integer)) {
-          f.line = static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, std::numeric_limits<uint32_t>::max()));
+          f.line = static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, UINT32_MAX));
           has_line = true;
         }
       }
@@ -485,10 +508,16 @@ class SnapshotImporter {
       KeyValues kv;
       bool has_device = false, has_time = false;
       for (auto [k, v] : a.pairs()) {
-        const std::string key = to_text(k);
-        if (key == "device") e.device = static_cast<uint32_t>(std::min<uint64_t>(non_negative(v, key, bad), kMaxDevices)), has_device = true;
-        else if (key == "time_us") e.time_ns = time_ns(v, bad), has_time = true;
-        else kv.emplace_back(key, to_text(v));
+        const std::string key = python_text(k);
+        if (key == "device") {
+          e.device = static_cast<uint32_t>(std::min<uint64_t>(non_negative(v, key, bad), kMaxDevices));
+          has_device = true;
+        } else if (key == "time_us") {
+          e.time_ns = time_ns(v, bad);
+          has_time = true;
+        } else {
+          kv.emplace_back(key, python_text(v));
+        }
       }
       if (!has_device || !has_time) bad("missing key 'device' or 'time_us'");
       e.aux = annotation_texts_.size();
@@ -502,51 +531,18 @@ class SnapshotImporter {
 
   // --- output ---
 
-  // Device d's events in order: its trace, with inferred empty_cache events before their
-  // release runs and annotations after the events of the same or an earlier time.
-  std::vector<Event> device_sequence(size_t d, const AllocatorState& initial) {
-    Device& dev = devices_[d];
-    const std::vector<size_t> empties = infer_empty_cache(initial, dev.trace);
-    if (empties.empty() && dev.annotations.empty()) return std::move(dev.trace);
-    std::vector<Event> out;
-    out.reserve(dev.trace.size() + empties.size() + dev.annotations.size());
-    size_t next_empty = 0, next_annotation = 0;
-    for (size_t i = 0; i < dev.trace.size(); ++i) {
-      const Event& e = dev.trace[i];
-      while (next_annotation < dev.annotations.size() && dev.annotations[next_annotation].time_ns < e.time_ns)
-        out.push_back(dev.annotations[next_annotation++]);
-      if (next_empty < empties.size() && empties[next_empty] == i) {
-        Event empty;
-        empty.kind = EventKind::empty_cache;
-        empty.device = static_cast<uint32_t>(d);
-        empty.time_ns = e.time_ns;
-        empty.flags = kInferred;
-        out.push_back(empty);
-        ++next_empty;
-      }
-      out.push_back(e);
-    }
-    out.insert(out.end(), dev.annotations.begin() + static_cast<std::ptrdiff_t>(next_annotation),
-               dev.annotations.end());
-    return out;
-  }
-
-  // Merges the devices' sequences by time, stably: on equal times the lower device goes first.
-  void emit_merged(TraceSink& sink, const std::vector<std::vector<Event>>& sequences) {
-    if (sequences.size() == 1) {
-      for (const Event& e : sequences[0]) emit(sink, e);
+  // Merges the devices' events by time, stably: on equal times the lower device goes first.
+  void emit_merged(TraceSink& sink, std::vector<DeviceCursor>& cursors) {
+    if (cursors.size() == 1) {
+      while (!cursors[0].done()) emit(sink, cursors[0].take());
       return;
     }
-    std::vector<size_t> next(sequences.size(), 0);
     for (;;) {
-      size_t best = sequences.size();
-      for (size_t d = 0; d < sequences.size(); ++d) {
-        if (next[d] == sequences[d].size()) continue;
-        if (best == sequences.size() || sequences[d][next[d]].time_ns < sequences[best][next[best]].time_ns)
-          best = d;
-      }
-      if (best == sequences.size()) return;
-      emit(sink, sequences[best][next[best]++]);
+      DeviceCursor* best = nullptr;
+      for (DeviceCursor& c : cursors)
+        if (!c.done() && (best == nullptr || c.time() < best->time())) best = &c;
+      if (best == nullptr) return;
+      emit(sink, best->take());
     }
   }
 
@@ -570,9 +566,16 @@ class SnapshotImporter {
   std::vector<uint32_t> stack_ids_;                // local stack k is sink stack stack_ids_[k - 1]
   std::unordered_map<uint32_t, uint32_t> stack_of_list_;
   NodeCache<Field> keys_{classify_key};
+  // The Field of each key position of the last entry's dict shape (see Value::shape_id).
+  struct {
+    uint32_t id = 0;
+    std::vector<Field> fields;
+    uint32_t seen = 0;
+  } shape_;
   NodeCache<uint8_t> actions_{classify_action};
   uint64_t annotations_emitted_ = 0;
   uint64_t budget_;
+  StreamTable streams_;
 };
 
 }  // namespace

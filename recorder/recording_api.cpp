@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "recorder/live_recorder.h"
 
@@ -14,9 +15,20 @@ namespace memreplay::recording {
 namespace {
 
 // The recording in progress. Recorders are never deleted: a thread may be inside an on_* call
-// while another stops the recording, so a stopped recorder stays as a closed, inert object.
+// while another stops the recording, so a stopped recorder stays, closed and inert, in stopped()
+// (each keeps its threads' buffers: start/stop cycles cost memory, by design).
 std::atomic<LiveRecorder*> g_current{nullptr};
 std::mutex g_control;  // start/stop
+std::vector<std::unique_ptr<LiveRecorder>>& stopped() {
+  static auto* const recorders = new std::vector<std::unique_ptr<LiveRecorder>>;  // never destroyed
+  return *recorders;
+}
+
+void retire(LiveRecorder* r) {
+  if (r == nullptr) return;
+  r->close();
+  stopped().emplace_back(r);
+}
 
 std::string command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -47,7 +59,7 @@ uint64_t address_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 bool start(const std::string& path, const Options& options) {
   std::lock_guard lock(g_control);
-  if (LiveRecorder* old = g_current.exchange(nullptr)) old->close();
+  retire(g_current.exchange(nullptr));
   try {
     LiveTraceHeader header;
     header.source = options.source;
@@ -72,7 +84,7 @@ bool start(const std::string& path, const Options& options) {
 
 void stop() {
   std::lock_guard lock(g_control);
-  if (LiveRecorder* r = g_current.exchange(nullptr)) r->close();
+  retire(g_current.exchange(nullptr));
 }
 
 bool flush() {

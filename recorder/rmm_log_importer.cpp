@@ -64,7 +64,9 @@ std::optional<uint64_t> parse_unsigned(std::string_view text, int base) {
   return v;
 }
 
-bool has_hex_prefix(std::string_view s) { return s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'); }
+bool has_hex_prefix(std::string_view s) {
+  return s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
 
 std::optional<uint64_t> parse_pointer(std::string_view text) {
   if (text == "(nil)" || text == "0") return 0;
@@ -118,7 +120,8 @@ class RmmLogReader {
 
   void run() {
     std::string_view line;
-    if (!next_line(line)) fail(1, "empty file: expected an RMM log header 'Thread,Time,Action,Pointer,Size,Stream'");
+    if (!next_line(line))
+      fail(1, "empty file: expected an RMM log header 'Thread,Time,Action,Pointer,Size,Stream'");
     columns_ = parse_header(line);
     header_width_ = split_commas(line).size();
     if (!columns_[kAction] || !columns_[kPointer] || !columns_[kSize])
@@ -163,7 +166,9 @@ class RmmLogReader {
     if (action == "allocate") e.kind = EventKind::alloc;
     else if (action == "free") e.kind = EventKind::free_requested;
     else if (action == "allocate failure") e.kind = EventKind::oom, e.flags = kFailed;
-    else fail(line_number_, "unknown action '" + std::string(action.substr(0, 40)) + "' (expected allocate, free or allocate failure)");
+    else
+      fail(line_number_, "unknown action '" + std::string(action.substr(0, 40)) +
+                             "' (expected allocate, free or allocate failure)");
 
     const auto pointer = parse_pointer(field(kPointer));
     if (!pointer) fail(line_number_, "bad pointer '" + std::string(field(kPointer).substr(0, 40)) + "'");
@@ -188,7 +193,9 @@ class RmmLogReader {
   // Time of day → a time that keeps rising across midnight.
   uint64_t wall_time(std::string_view text) {
     const auto t = parse_time(text);
-    if (!t) fail(line_number_, "bad time '" + std::string(text.substr(0, 40)) + "' (expected HH:MM:SS.ffffff or seconds)");
+    if (!t)
+      fail(line_number_,
+           "bad time '" + std::string(text.substr(0, 40)) + "' (expected HH:MM:SS.ffffff or seconds)");
     uint64_t time = *t + day_offset_;
     if (time + kNsPerDay / 2 < last_time_) {  // the clock went back by more than 12 h: a new day
       day_offset_ += kNsPerDay;

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "proto/event.h"
@@ -31,7 +32,9 @@ class ThreadRing {
       : owner(owner_key),
         capacity_(std::bit_ceil(std::max<uint32_t>(capacity, 2))),
         mask_(capacity_ - 1),
-        slots_(std::make_unique<LiveRecord[]>(capacity_)) {}
+        // Raw storage, not constructed: a slot is always written before it is read, and pages
+        // the thread never fills are never touched.
+        slots_(static_cast<LiveRecord*>(::operator new[](capacity_ * sizeof(LiveRecord)))) {}
 
   // --- producer (the owning thread) ---
   // The next free slot, or nullptr when the ring is full.
@@ -41,7 +44,7 @@ class ThreadRing {
       tail_cache_ = tail_.load(std::memory_order_acquire);
       if (head - tail_cache_ >= capacity_) return nullptr;
     }
-    return &slots_[head & mask_];
+    return &slots_.get()[head & mask_];
   }
   // Makes the reserved slot visible to the writer. True once each time the ring passes half full
   // (as far as the producer can tell), so the caller can wake the writer early.
@@ -60,7 +63,7 @@ class ThreadRing {
   void drain(std::vector<LiveRecord>& out) {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
-    for (uint64_t i = tail; i != head; ++i) out.push_back(slots_[i & mask_]);
+    for (uint64_t i = tail; i != head; ++i) out.push_back(slots_.get()[i & mask_]);
     tail_.store(head, std::memory_order_release);
     if (head != tail) half_signalled_.store(false, std::memory_order_relaxed);
   }
@@ -76,7 +79,10 @@ class ThreadRing {
  private:
   const uint64_t capacity_;
   const uint64_t mask_;
-  std::unique_ptr<LiveRecord[]> slots_;
+  struct Free {
+    void operator()(LiveRecord* p) const { ::operator delete[](p); }
+  };
+  std::unique_ptr<LiveRecord, Free> slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;
   std::atomic<uint64_t> recorded_{0};

@@ -71,7 +71,9 @@ CudaDevice::CudaDevice(Options options) : options_(options), driver_(DriverApi::
   page_prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   page_prop_.location.id = options_.index;
   size_t granularity = 0;
-  CU_TRY(driver_.cuMemGetAllocationGranularity(&granularity, &page_prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  // The minimum (2 MiB on current GPUs): what cuMemCreate sizes must be multiples of, and what
+  // SimDevice models, so that both devices take the same pages.
+  CU_TRY(driver_.cuMemGetAllocationGranularity(&granularity, &page_prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   granularity_ = granularity;
 }
 
@@ -234,9 +236,11 @@ bool CudaDevice::configure_pool(const PoolConfig& config) {
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = options_.index;
-    // Under a cap the pool may hold at most the room left (0 would mean "no limit").
-    if (options_.capacity)
-      props.maxSize = std::max(granularity_, limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0);
+    // Under a cap the pool may hold at most the room left, in whole pages (0 would mean "no limit").
+    if (options_.capacity) {
+      const uint64_t room = limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0;
+      props.maxSize = std::max(granularity_, room / granularity_ * granularity_);
+    }
     CUDA_TRY(cudaMemPoolCreate(&pool_, &props));
   }
   cuuint64_t threshold = config.release_threshold;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -75,6 +76,9 @@ class Interposer : public ::testing::Test {
   Result run_app(const std::string& output, std::map<std::string, std::string> env = {}, int threads = 4,
               int pairs = 100) {
     env["LD_PRELOAD"] = MEMREPLAY_INTERPOSER_LIB;
+    // In a sanitizer build the app carries ASan, which wants to be loaded first.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    env["ASAN_OPTIONS"] = std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
     env["MEMREPLAY_OUTPUT"] = output;
     env["MEMREPLAY_QUIET"] = "1";
     return run({MEMREPLAY_FAKE_CUDA_APP, std::to_string(threads), std::to_string(pairs)}, env, dir_);
@@ -223,7 +227,8 @@ TEST_F(Interposer, EachProcessOfARunGetsItsOwnFile) {
 }
 
 TEST_F(Interposer, WithoutAnOutputItOnlySaysSo) {
-  const Result r = run({MEMREPLAY_FAKE_CUDA_APP, "1", "1"}, {{"LD_PRELOAD", MEMREPLAY_INTERPOSER_LIB}}, dir_);
+  const Result r = run({MEMREPLAY_FAKE_CUDA_APP, "1", "1"},
+                       {{"LD_PRELOAD", MEMREPLAY_INTERPOSER_LIB}, {"ASAN_OPTIONS", "verify_asan_link_order=0"}}, dir_);
   EXPECT_TRUE(r.ok()) << r.err;
   EXPECT_NE(r.err.find("MEMREPLAY_OUTPUT is not set"), std::string::npos) << r.err;
 }
@@ -236,7 +241,7 @@ TEST_F(Interposer, RecordCommandRunsTheProgramAndSummarizes) {
   const std::string summary = path("summary.json");
   const Result r = run({MEMREPLAY_CLI, "record", "-o", path("t.mrt"), "--interposer", MEMREPLAY_INTERPOSER_LIB,
                      "--summary-json", summary, "--", MEMREPLAY_FAKE_CUDA_APP, "2", "5"},
-                    {}, dir_);
+                    {{"ASAN_OPTIONS", "verify_asan_link_order=0"}}, dir_);
   ASSERT_TRUE(r.ok()) << r.err;
   EXPECT_EQ(read_trace(path("t.mrt")).events.size(), kSequence.size() + 2 * 5 * 2);
   std::ifstream in(summary);

@@ -38,10 +38,19 @@ MEMREPLAY=$(first_file "$PREBUILT/bin/memreplay" "$PREBUILT/tools/memreplay")
 BENCH=$(first_file "$PREBUILT/bin/record_bench" "$PREBUILT/tools/record_bench")
 INTERPOSER=$(first_file "$PREBUILT/lib/libmemreplay_interposer.so" "$PREBUILT/recorder/interposer/libmemreplay_interposer.so")
 RECORD_LIB=$(first_file "$PREBUILT/lib/libmemreplay_record.so" "$PREBUILT/recorder/libmemreplay_record.so")
-DEPS=$( [[ -d "$PREBUILT/deps" ]] && realpath "$PREBUILT/deps" || echo "")
+BUNDLED=$( [[ -d "$PREBUILT/deps" ]] && realpath "$PREBUILT/deps" || echo "")
 
-# Our binaries may need libraries of the development machine (bundled in deps/); only they get
-# that LD_LIBRARY_PATH, so Python and torch never see those libraries.
+# Our binaries may need libraries of the development machine (bundled in deps/): only those this
+# machine lacks go on their library path (`memreplay record` passes it on to the program it runs,
+# which must keep this machine's own zlib, zstd, ...).
+DEPS="$WORK/deps"
+mkdir -p "$DEPS"
+for binary in "$MEMREPLAY" "$BENCH"; do
+  [[ -n "$binary" && -n "$BUNDLED" ]] || continue
+  for lib in $(ldd "$binary" 2>/dev/null | awk '/not found/ { print $1 }'); do
+    [[ -f "$BUNDLED/$lib" ]] && ln -sf "$BUNDLED/$lib" "$DEPS/$lib"
+  done
+done
 mr() { LD_LIBRARY_PATH="${DEPS}${DEPS:+:}${LD_LIBRARY_PATH:-}" "$MEMREPLAY" "$@"; }
 bench() { LD_LIBRARY_PATH="${DEPS}${DEPS:+:}${LD_LIBRARY_PATH:-}" "$BENCH" "$@"; }
 
@@ -63,7 +72,7 @@ stage() {  # stage NAME COMMAND...: runs it, logs to $LOGS/NAME.log, records sta
 
 environment() {
   echo "prebuilt: $PREBUILT"; echo "memreplay: $MEMREPLAY"; echo "record_bench: $BENCH"
-  echo "interposer: $INTERPOSER"; echo "record lib: $RECORD_LIB"; echo "deps: $DEPS"
+  echo "interposer: $INTERPOSER"; echo "record lib: $RECORD_LIB"; echo "deps taken from the bundle: $(ls "$DEPS")"
   nvidia-smi -L || true
   "$PY" -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
   for f in "$MEMREPLAY" "$BENCH" "$INTERPOSER" "$RECORD_LIB"; do
@@ -98,7 +107,8 @@ killed_job() {
     --progress "$WORK/progress" &
   local recorder=$!
   local waited=0
-  until [[ -f "$WORK/progress" && $(wc -l <"$WORK/progress") -ge 5 ]] || ((waited >= 300)); do
+  until [[ -f "$WORK/progress" && $(wc -l <"$WORK/progress") -ge 5 ]] || ((waited >= 240)); do
+    kill -0 "$recorder" 2>/dev/null || { echo "the job ended before it could be killed"; break; }
     sleep 1; waited=$((waited + 1))
   done
   local pid
@@ -242,3 +252,5 @@ EOF
 cp "$WORK"/*.json "$LOGS"/ 2>/dev/null
 tar -czf "$OUT/record_check_logs.tar.gz" -C "$WORK" logs
 echo "results: $OUT/record_check.json $OUT/record_check.md $OUT/record_check_logs.tar.gz"
+# Exit status: 0 only when every check in the table passed.
+! grep -q "| False |" "$OUT/record_check.md" && grep -q "| True |" "$OUT/record_check.md"

@@ -27,6 +27,10 @@
 // free_completed instead: the program's own requests, replayable against allocator policies.
 // A call that failed is kept with flag kFailed and its return code in aux. Every event's stack is
 // [the API called, the caller (library + symbol), the thread ("thread TID (name)")].
+// Not interposed (yet): pitched/array/3D allocations (cudaMallocPitch, cudaMalloc3D, cuMemAllocPitch,
+// arrays), pinned host memory, CUDA-graph memory nodes, memory-pool creation and trimming. The
+// dlsym path is x86-64 only; elsewhere runtimes that reach the driver through dlsym are recorded
+// at the runtime level only.
 #pragma once
 
 #include <cstdint>

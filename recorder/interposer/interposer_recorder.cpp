@@ -192,9 +192,11 @@ LiveRecorder* start_recording() {
     options.events_per_chunk = env_number("MEMREPLAY_CHUNK_EVENTS", options.events_per_chunk);
     options.thread_buffer_events = env_number("MEMREPLAY_BUFFER_EVENTS", options.thread_buffer_events);
     options.fill_free_sizes = true;  // cudaFree gives no size
-    auto* recorder = new LiveRecorder(path, header, options);  // lives as long as the process
-    static CallerResolver resolver;
-    recorder->set_context_resolver(&resolver);
+    // Both live as long as the process: the writer still resolves stacks in exit handlers, after
+    // static objects would have been destroyed.
+    auto* recorder = new LiveRecorder(path, header, options);
+    static auto* const resolver = new CallerResolver;
+    recorder->set_context_resolver(resolver);
     const char* quiet = std::getenv("MEMREPLAY_QUIET");
     if (!(quiet && *quiet == '1'))
       std::fprintf(stderr, "memreplay: recording the CUDA calls of process %d to %s\n", static_cast<int>(::getpid()),

@@ -6,10 +6,10 @@
 //   only feeding the events is timed (device creation, context and trace reading are not).
 //   items/s = replayed alloc + free_completed events per second (the unit of PyTorch's own
 //   3.3 M events/s, 91 ms, for gpt2_generate from C++).
-// BM_AllocateLatency/<device>/<policy>: every allocate/free of the trace timed on its own and
-//   sorted by whether the device was called: counters alloc_cache_p50_ns (served from the
-//   policy's cache), alloc_device_p50_ns, free_p50_ns, and the timer's own cost (timer_ns,
-//   included in each sample).
+// BM_AllocateLatency/<device>/<policy>: the engine's per-operation timing (--time-operations):
+//   every allocate/free timed on its own and sorted by whether a device counter moved; counters
+//   alloc_cache_p50_ns (served from the policy's cache), alloc_device_p50_ns, free_p50_ns (to the
+//   cache), and the timer's own cost (timer_ns, included in each sample).
 // On a machine without a GPU the cuda cases are skipped (SkipWithError); an unreadable trace
 // ends the program with status 1.
 #include <benchmark/benchmark.h>
@@ -19,7 +19,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <optional>
 #include <vector>
 
 #include "policies/registry.h"
@@ -48,8 +48,6 @@ std::unique_ptr<Device> make_device(const std::string& spec, std::string& why_no
   }
 }
 
-uint64_t device_calls(const DeviceCounters& c) { return c.malloc_calls + c.map_calls + c.pool_grow_calls; }
-
 void BM_Replay(benchmark::State& state, std::string device_spec, std::string policy_spec) {
   uint64_t events = 0;
   uint64_t device_ns = 0;
@@ -74,7 +72,7 @@ void BM_Replay(benchmark::State& state, std::string device_spec, std::string pol
       benchmark::Counter(double(device_ns) / 1e6 / double(state.iterations()), benchmark::Counter::kDefaults);
 }
 
-// The timer's own cost: the p50 of an empty timed region.
+// The timer's own cost: the p50 of an empty timed region (each latency sample includes it).
 uint64_t timer_cost_ns() {
   LatencyHistogram h;
   for (int i = 0; i < 100000; ++i) {
@@ -85,9 +83,7 @@ uint64_t timer_cost_ns() {
 }
 
 void BM_AllocateLatency(benchmark::State& state, std::string device_spec, std::string policy_spec) {
-  LatencyHistogram from_cache;
-  LatencyHistogram from_device;
-  LatencyHistogram frees;
+  std::optional<OperationLatencies> latency;
   for (auto _ : state) {
     std::string why_not;
     auto device = make_device(device_spec, why_not);
@@ -96,40 +92,25 @@ void BM_AllocateLatency(benchmark::State& state, std::string device_spec, std::s
       return;
     }
     auto policy = PolicyRegistry::instance().create(policy_spec, *device);
-    std::unordered_map<uint64_t, uint64_t> live;  // trace address -> policy address
-    live.reserve(1 << 14);
+    // The engine's own per-operation timing (ReplayOptions::time_operations): one definition of
+    // "served from cache" (no device counter moved) for the CLI, the tests and this benchmark.
+    ReplaySession session(*policy, *device,
+                          ReplayOptions{.trace_name = "MEMREPLAY_BENCH_TRACE", .time_operations = true});
     const auto start = Clock::now();
-    for (const Event& e : trace_events()) {
-      if (e.device != 0 || e.has_flag(kPreexisting)) continue;
-      if (e.kind == EventKind::alloc && e.size != 0) {
-        const uint64_t calls = device_calls(device->counters());
-        const auto t0 = Clock::now();
-        const auto block = policy->allocate(e.size, e.stream);
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-        (device_calls(device->counters()) == calls ? from_cache : from_device).record(static_cast<uint64_t>(ns));
-        if (!block) break;  // OOM: the rest of the trace means nothing
-        live[e.address] = block->address;
-      } else if (e.kind == EventKind::free_completed) {
-        const auto it = live.find(e.address);
-        if (it == live.end()) continue;
-        const auto t0 = Clock::now();
-        policy->free(it->second);
-        frees.record(static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()));
-        live.erase(it);
-      }
-    }
+    session.feed_batch(trace_events(), 0);
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    latency = session.finish().latency;  // the last iteration's: the warmest
   }
-  const auto counter = [](double v) { return benchmark::Counter(v, benchmark::Counter::kDefaults); };
-  state.counters["alloc_cache_p50_ns"] = counter(double(from_cache.percentile(50)));
-  state.counters["alloc_cache_p99_ns"] = counter(double(from_cache.percentile(99)));
-  state.counters["alloc_cache_n"] = counter(double(from_cache.count()));
-  state.counters["alloc_device_p50_ns"] = counter(double(from_device.percentile(50)));
-  state.counters["alloc_device_max_ns"] = counter(double(from_device.max()));
-  state.counters["alloc_device_n"] = counter(double(from_device.count()));
-  state.counters["free_p50_ns"] = counter(double(frees.percentile(50)));
-  state.counters["timer_ns"] = counter(double(timer_cost_ns()));
+  if (!latency) return;
+  const auto counter = [](auto v) { return benchmark::Counter(double(v), benchmark::Counter::kDefaults); };
+  state.counters["alloc_cache_p50_ns"] = counter(latency->allocate_cached.p50_ns);
+  state.counters["alloc_cache_p99_ns"] = counter(latency->allocate_cached.p99_ns);
+  state.counters["alloc_cache_n"] = counter(latency->allocate_cached.count);
+  state.counters["alloc_device_p50_ns"] = counter(latency->allocate_device_call.p50_ns);
+  state.counters["alloc_device_max_ns"] = counter(latency->allocate_device_call.max_ns);
+  state.counters["alloc_device_n"] = counter(latency->allocate_device_call.count);
+  state.counters["free_p50_ns"] = counter(latency->free_cached.p50_ns);
+  state.counters["timer_ns"] = counter(timer_cost_ns());
 }
 
 void register_all() {

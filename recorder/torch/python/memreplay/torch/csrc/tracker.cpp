@@ -16,7 +16,14 @@
 #include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+// Stacks need torch::symbolize; a torch that does not ship its header records without them.
+#if __has_include(<torch/csrc/profiler/combined_traceback.h>)
 #include <torch/csrc/profiler/combined_traceback.h>
+#define MEMREPLAY_HAVE_SYMBOLIZE 1
+#else
+#define MEMREPLAY_HAVE_SYMBOLIZE 0
+#endif
 
 #include <atomic>
 #include <functional>
@@ -143,6 +150,7 @@ void resolve_stacks(void*, const uint64_t* tokens, size_t count, memreplay_emit_
     for (auto& c : contexts) (void)c.release();
     return;
   }
+#if MEMREPLAY_HAVE_SYMBOLIZE
   try {
     std::vector<torch::CapturedTraceback*> tracebacks;
     std::vector<size_t> index;
@@ -165,6 +173,9 @@ void resolve_stacks(void*, const uint64_t* tokens, size_t count, memreplay_emit_
   } catch (...) {
     // No stacks for this batch; the events are written all the same.
   }
+#else
+  (void)emit, (void)emit_context;
+#endif
 }
 
 void discard_stacks(void*, const uint64_t* tokens, size_t count) {
