@@ -1,21 +1,12 @@
 #include "replayer/engine.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "proto/input_error.h"
 #include "replayer/fragmentation.h"
+#include "replayer/hex.h"
 
 namespace memreplay {
-namespace {
-
-std::string hex(uint64_t v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(v));
-  return buffer;
-}
-
-}  // namespace
 
 ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions options)
     : policy_(policy), device_(device), options_(std::move(options)), timeline_(options_.timeline_points) {
@@ -71,7 +62,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   const uint64_t index = replay_index_++;
   ++metrics_.events;
   if (live_.contains(event.address)) {
-    inconsistent(trace_index, "alloc at " + hex(event.address) + " while a block there is still live");
+    inconsistent(trace_index, "alloc at " + hex_address(event.address) + " while a block there is still live");
     return;
   }
   if (event.size == 0) {  // never reaches a real allocator (null pointer)
@@ -100,7 +91,7 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   const auto it = live_.find(event.address);
   if (it == live_.end()) {
     if (failed_allocations_.erase(event.address) != 0) return;  // its alloc OOMed in this replay
-    inconsistent(trace_index, "free_completed of " + hex(event.address) + ", which is not a live block");
+    inconsistent(trace_index, "free_completed of " + hex_address(event.address) + ", which is not a live block");
     return;
   }
   allocated_ -= it->second.size;

@@ -1,17 +1,8 @@
 #include "replayer/trace_validator.h"
 
-#include <cstdio>
+#include "replayer/hex.h"
 
 namespace memreplay {
-namespace {
-
-std::string hex(uint64_t v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(v));
-  return buffer;
-}
-
-}  // namespace
 
 void TraceValidator::add(std::span<const Event> events, uint64_t first_index) {
   for (size_t i = 0; i < events.size(); ++i) add_one(events[i], first_index + i);
@@ -35,7 +26,7 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
   switch (event.kind) {
     case EventKind::alloc: {
       if (state.live.contains(event.address)) {
-        report(index, "double_alloc", "alloc at " + hex(event.address) + ", which is already live");
+        report(index, "double_alloc", "alloc at " + hex_address(event.address) + ", which is already live");
         return;
       }
       const auto next = state.live.lower_bound(event.address);
@@ -47,7 +38,7 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
       }
       if (overlaps_next || overlaps_prev) {
         report(index, "overlapping_blocks",
-               "alloc of " + std::to_string(event.size) + " bytes at " + hex(event.address) +
+               "alloc of " + std::to_string(event.size) + " bytes at " + hex_address(event.address) +
                    " overlaps a live block");
         return;
       }
@@ -56,11 +47,11 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
     }
     case EventKind::free_requested:
       if (!state.live.contains(event.address))
-        report(index, "free_unknown_address", "free_requested of " + hex(event.address) + ", which is not live");
+        report(index, "free_unknown_address", "free_requested of " + hex_address(event.address) + ", which is not live");
       break;
     case EventKind::free_completed:
       if (state.live.erase(event.address) == 0)
-        report(index, "free_unknown_address", "free_completed of " + hex(event.address) + ", which is not live");
+        report(index, "free_unknown_address", "free_completed of " + hex_address(event.address) + ", which is not live");
       break;
     default:
       break;
