@@ -89,7 +89,9 @@ TEST(Cli, HostilePickleIsRefusedAndLeavesNoOutput) {
   const auto input = scratch("evil.pickle");
   {
     std::ofstream out(input, std::ios::binary);
-    out << std::string("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93.", 28);
+    // pickle.dumps(os.system, protocol=4): PROTO, FRAME(14), "os", "system", STACK_GLOBAL, STOP.
+    static constexpr char kPickle[] = "\x80\x04\x95\x0e\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93.";
+    out << std::string(kPickle, sizeof kPickle - 1);
   }
   const auto output = scratch("evil.mrt");
   const auto r = run_cli("import " + input.string() + " -o " + output.string());
