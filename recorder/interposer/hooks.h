@@ -39,6 +39,9 @@
 
 #include "proto/event.h"
 
+// The wrappers' own symbols: what the program's calls resolve to.
+#define MEMREPLAY_EXPORT extern "C" __attribute__((visibility("default")))
+
 namespace memreplay::interposer {
 
 enum class Library : uint8_t { runtime, driver };
@@ -131,5 +134,11 @@ struct Call {
 void record_call(const Call& call) noexcept;
 // cudaMalloc-family calls as alloc/free_completed rather than segment_* (MEMREPLAY_MALLOC_EVENTS).
 bool mallocs_as_allocs() noexcept;
+inline EventKind malloc_kind() noexcept { return mallocs_as_allocs() ? EventKind::alloc : EventKind::segment_alloc; }
+inline EventKind free_kind() noexcept {
+  return mallocs_as_allocs() ? EventKind::free_completed : EventKind::segment_free;
+}
+
+inline uint64_t u64(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
 }  // namespace memreplay::interposer

@@ -4,22 +4,18 @@
 #include "recorder/interposer/hooks.h"
 #include "recorder/interposer/proc_address.h"
 
-#define MEMREPLAY_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace mi = memreplay::interposer;
 using memreplay::EventKind;
 using mi::Api;
+using mi::free_kind;
+using mi::malloc_kind;
+using mi::u64;
 
 namespace {
-
-uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 #define REAL_OR_FAIL(api, fn_type) \
   auto real_fn = mi::real<fn_type>(api, __builtin_return_address(0)); \
   if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED
-
-EventKind malloc_kind() { return mi::mallocs_as_allocs() ? EventKind::alloc : EventKind::segment_alloc; }
-EventKind free_kind() { return mi::mallocs_as_allocs() ? EventKind::free_completed : EventKind::segment_free; }
 
 // Records `call` with whatever the call returned, if it is the outermost interposed call.
 template <typename Fn, typename... Args>
