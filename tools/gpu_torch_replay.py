@@ -94,9 +94,9 @@ def child(row_path: str, snapshot_path: str, out_path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--snapshots", required=True)
-    parser.add_argument("--truth", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--snapshots")
+    parser.add_argument("--truth")
+    parser.add_argument("--out")
     parser.add_argument("--rows", default="*.json")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--child", nargs=3, metavar=("ROW", "SNAPSHOT", "OUT"), help=argparse.SUPPRESS)
@@ -104,6 +104,8 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
+    if not (args.snapshots and args.truth and args.out):
+        parser.error("--snapshots, --truth and --out are required")
 
     os.makedirs(args.out, exist_ok=True)
     summary = []
