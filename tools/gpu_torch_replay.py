@@ -2,7 +2,7 @@
 """Replays the ground-truth rows through PyTorch's real allocator on a real GPU, the way
 ../shared/groundtruth/README.md says they were made, and records where the driver put each segment.
 
-  gpu_torch_replay.py --snapshots DIR --truth DIR --out DIR [--rows GLOB] [--repeat N]
+  gpu_torch_replay.py --snapshots DIR --truth DIR --out DIR [--rows GLOB] [--repeat N] [--live-traces DIR]
 
 For each row (WORKLOAD.default.CONFIG.json under --truth) and each repetition, a fresh Python process
 with that row's PYTORCH_CUDA_ALLOC_CONF replays the snapshot's `alloc` and `free_completed` entries of
@@ -33,6 +33,8 @@ FIELDS = ("reserved_peak", "allocated_peak", "requested_peak", "num_device_alloc
 def child(row_path: str, snapshot_path: str, out_path: str) -> None:
     import torch
 
+    live_trace = os.environ.get("MEMREPLAY_REPLAY_TRACE")  # record with memreplay instead of history
+
     row = json.load(open(row_path))
     with lzma.open(snapshot_path) as f:
         snapshot = pickle.load(f)
@@ -42,7 +44,14 @@ def child(row_path: str, snapshot_path: str, out_path: str) -> None:
     cap = row["run"].get("cap") or 0.0
     if cap:
         torch.cuda.set_per_process_memory_fraction(cap)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=8_000_000)
+    if live_trace:
+        import memreplay.torch
+
+        recording = memreplay.torch.start(live_trace)
+        if not recording.active:
+            raise SystemExit("the memreplay recorder did not start")
+    else:
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=8_000_000)
     streams = {0: torch.cuda.default_stream()}
     live = {}
     oom_at = None
@@ -63,8 +72,12 @@ def child(row_path: str, snapshot_path: str, out_path: str) -> None:
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     stats = torch.cuda.memory_stats()
-    trace = torch.cuda.memory._snapshot()["device_traces"][0]
-    segments = [[t["action"], t["addr"], t["size"], t["stream"]] for t in trace if t["action"].startswith("segment")]
+    if live_trace:
+        recording.stop()
+        segments = []  # in the .mrt
+    else:
+        trace = torch.cuda.memory._snapshot()["device_traces"][0]
+        segments = [[t["action"], t["addr"], t["size"], t["stream"]] for t in trace if t["action"].startswith("segment")]
     run = {
         "reserved_peak": stats["reserved_bytes.all.peak"],
         "allocated_peak": stats["allocated_bytes.all.peak"],
@@ -83,7 +96,7 @@ def child(row_path: str, snapshot_path: str, out_path: str) -> None:
         "replay_s": seconds,
         "run": run,
         "equal_to_truth": {k: run[k] == truth.get(k) for k in FIELDS},
-        "segment_sizes_equal": [[s[0], s[2]] for s in segments] == truth.get("segment_events"),
+        "segment_sizes_equal": None if live_trace else [[s[0], s[2]] for s in segments] == truth.get("segment_events"),
         "segments": segments,
         "total_memory": torch.cuda.get_device_properties(0).total_memory,
         "torch": torch.__version__,
@@ -99,6 +112,9 @@ def main() -> None:
     parser.add_argument("--out")
     parser.add_argument("--rows", default="*.json")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--live-traces", metavar="DIR",
+                        help="record each replay with memreplay.torch into DIR/ROW.rN.mrt instead of PyTorch's "
+                             "history (whose ring buffer grows by host mmaps that take VA next to the driver's)")
     parser.add_argument("--child", nargs=3, metavar=("ROW", "SNAPSHOT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -116,6 +132,9 @@ def main() -> None:
             name = os.path.basename(row_path)[: -len(".json")]
             out = os.path.join(args.out, f"{name}.r{r}.json")
             env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=row["alloc_conf"])
+            if args.live_traces:
+                os.makedirs(args.live_traces, exist_ok=True)
+                env["MEMREPLAY_REPLAY_TRACE"] = os.path.join(args.live_traces, f"{name}.r{r}.mrt")
             if not row["alloc_conf"]:
                 env.pop("PYTORCH_CUDA_ALLOC_CONF")
             done = subprocess.run([sys.executable, __file__, "--child", row_path, snapshot, out], env=env)
@@ -124,7 +143,7 @@ def main() -> None:
                 continue
             result = json.load(open(out))
             wrong = [k for k, ok in result["equal_to_truth"].items() if not ok]
-            if not result["segment_sizes_equal"]:
+            if result["segment_sizes_equal"] is False:
                 wrong.append("segment_events")
             summary.append(f"{name} r{r}: {'exact' if not wrong else 'differs: ' + ', '.join(wrong)}"
                            f" ({result['replay_s']:.1f} s, {len(result['segments'])} segment entries)")
