@@ -2,6 +2,11 @@
 //
 //   BM_RecordHotPath/threads:N   one recording call on N threads at once (recording::on_alloc):
 //                                the cost the recorded program pays per event
+//   BM_RecordCApi                one memreplay_record() call into libmemreplay_record.so loaded
+//                                with dlopen, exactly as the PyTorch tracker makes it (under the
+//                                allocator's lock, so one thread at a time). The library is looked
+//                                for in $MEMREPLAY_RECORD_LIBRARY, else ../recorder/ next to this
+//                                program (the build tree); skipped when it is not there
 //   BM_RecordEndToEnd            the same calls plus the wait until they are in the file: the
 //                                whole C++ API -> writer -> .mrt path per event (the writer
 //                                thread runs on another core meanwhile)
@@ -13,6 +18,7 @@
 // Each hot-path batch fits in the thread's buffer and is flushed with the timer paused, so no
 // event is dropped and the numbers are the recording call itself; the "dropped" counter says so.
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "recorder/live_trace_writer.h"
+#include "recorder/memreplay_record.h"
 #include "recorder/recording_api.h"
 
 #if defined(MEMREPLAY_HAVE_CUDA)
@@ -88,6 +95,69 @@ void BM_RecordHotPath(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RecordHotPath)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+// The C API of libmemreplay_record.so, found with dlsym as the tracker finds it (the copy linked
+// into this program would skip the shared library's TLS and call costs).
+struct RecordLibrary {
+  decltype(&memreplay_open) open = nullptr;
+  decltype(&memreplay_record) record = nullptr;
+  decltype(&memreplay_flush) flush = nullptr;
+  decltype(&memreplay_close) close = nullptr;
+  decltype(&memreplay_destroy) destroy = nullptr;
+  std::string error;
+
+  RecordLibrary() {
+    std::string path;
+    if (const char* env = std::getenv("MEMREPLAY_RECORD_LIBRARY")) {
+      path = env;
+    } else {
+      std::error_code ec;
+      path = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/libmemreplay_record.so").string();
+    }
+    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      error = "cannot load " + path + " (set MEMREPLAY_RECORD_LIBRARY): " + dlerror();
+      return;
+    }
+    open = reinterpret_cast<decltype(open)>(dlsym(library, "memreplay_open"));
+    record = reinterpret_cast<decltype(record)>(dlsym(library, "memreplay_record"));
+    flush = reinterpret_cast<decltype(flush)>(dlsym(library, "memreplay_flush"));
+    close = reinterpret_cast<decltype(close)>(dlsym(library, "memreplay_close"));
+    destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "memreplay_destroy"));
+    if (!open || !record || !flush || !close || !destroy) error = path + " lacks the C API";
+  }
+};
+
+void BM_RecordCApi(benchmark::State& state) {
+  static const RecordLibrary api;
+  if (!api.error.empty()) {
+    state.SkipWithError(api.error.c_str());
+    return;
+  }
+  const memreplay_options options{0, 500, 1u << 16};  // two batches: nothing is dropped
+  char error[256] = "";
+  memreplay_recorder* r = api.open(bench_path("capi.mrt").c_str(), nullptr, 0, &options, error, sizeof error);
+  if (r == nullptr) {
+    state.SkipWithError(error);
+    return;
+  }
+  const Program program;
+  size_t i = 0;
+  while (state.KeepRunningBatch(kBatch)) {
+    for (int64_t k = 0; k < kBatch; ++k, ++i)
+      api.record(r, MEMREPLAY_ALLOC, 0, 7, program.addresses[i & 511], program.sizes[i & 511], 0, 0, 0);
+    state.PauseTiming();
+    api.flush(r);  // empty the buffer, untimed
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations());
+  memreplay_stats stats{};
+  api.close(r, &stats);
+  api.destroy(r);
+  state.counters["dropped"] = static_cast<double>(stats.dropped);
+  fs::remove(bench_path("capi.mrt"));
+}
+BENCHMARK(BM_RecordCApi)->UseRealTime();
 
 void BM_RecordEndToEnd(benchmark::State& state) {
   rec::start(bench_path("e2e.mrt"), bench_options());
