@@ -17,9 +17,7 @@ uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * un
 }  // namespace
 
 SimDevice::SimDevice(Options options)
-    : options_(options), next_reservation_(kReservationBase), pool_(kPoolBase) {
-  heap_free_[kHeapBase] = kHeapBase + kHeapBytes;
-}
+    : options_(options), heap_(kHeapBase + kHeapBytes, kHeapBytes), next_reservation_(kReservationBase), pool_(kPoolBase) {}
 
 bool SimDevice::has_room_for(uint64_t bytes) const {
   const uint64_t limit = options_.capacity ? std::min(*options_.capacity, options_.total_memory)
@@ -44,49 +42,24 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
     ++counters_.failed_calls;
     return std::nullopt;
   }
-  const uint64_t span = round_up(bytes, options_.granularity);
-  // Top-down first fit: the free range with the highest address that can hold `span`.
-  for (auto it = heap_free_.rbegin(); it != heap_free_.rend(); ++it) {
-    const uint64_t start = it->first;
-    const uint64_t end = it->second;
-    if (end - start < span) continue;
-    const uint64_t address = end - span;
-    if (address == start) {
-      heap_free_.erase(start);
-    } else {
-      it->second = address;
-    }
-    heap_live_[address] = LiveRange{span, bytes};
-    ++counters_.malloc_calls;
-    add_reserved(bytes);
-    return address;
+  const std::optional<uint64_t> address = heap_.allocate(bytes);
+  if (!address) {
+    ++counters_.failed_calls;
+    return std::nullopt;
   }
-  ++counters_.failed_calls;
-  return std::nullopt;
+  heap_live_[*address] = bytes;
+  ++counters_.malloc_calls;
+  add_reserved(bytes);
+  return address;
 }
 
 void SimDevice::free(uint64_t address) {
   const auto live = heap_live_.find(address);
-  if (live == heap_live_.end()) throw std::logic_error("SimDevice::free of an address it never handed out");
-  uint64_t start = address;
-  uint64_t end = address + live->second.span;
-  counters_.reserved_bytes -= live->second.bytes;
+  if (live == heap_live_.end() || !heap_.release(address))
+    throw std::logic_error("SimDevice::free of an address it never handed out");
+  counters_.reserved_bytes -= live->second;
   heap_live_.erase(live);
   ++counters_.free_calls;
-  // Coalesce with the free neighbours on both sides.
-  auto next = heap_free_.lower_bound(start);
-  if (next != heap_free_.end() && next->first == end) {
-    end = next->second;
-    next = heap_free_.erase(next);
-  }
-  if (next != heap_free_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->second == start) {
-      start = prev->first;
-      heap_free_.erase(prev);
-    }
-  }
-  heap_free_[start] = end;
 }
 
 std::optional<uint64_t> SimDevice::reserve_address(uint64_t bytes) {
@@ -141,7 +114,7 @@ void SimDevice::unmap(uint64_t address, uint64_t bytes) {
 std::vector<std::pair<uint64_t, uint64_t>> SimDevice::backed_ranges() const {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   ranges.reserve(heap_live_.size() + mapped_.size());
-  for (const auto& [address, live] : heap_live_) ranges.emplace_back(address, address + live.bytes);
+  for (const auto& [address, bytes] : heap_live_) ranges.emplace_back(address, address + bytes);
   for (const auto& [start, end] : mapped_) ranges.emplace_back(start, end);
   for (const auto& chunk : pool_.chunk_ranges()) ranges.push_back(chunk);
   std::sort(ranges.begin(), ranges.end());

@@ -1,12 +1,10 @@
 // SimDevice: a GPU without a GPU. Deterministic, CPU only, with a capacity and a model of the
 // driver's address assignment.
 //
-// Address model (from the segment addresses in real H200 traces): cudaMalloc hands out 2 MiB-aligned
-// ranges, mostly from the top of a large window downwards, reusing freed ranges. We model it as a
-// top-down first fit over a 2 MiB-granular free-range map: the highest free range that fits, aligned
-// down. VMM reservations (cuMemAddressReserve) come from a separate, higher window bump-allocated
-// upwards, as the driver keeps them apart from cudaMalloc's heap. Only the relative order of
-// addresses matters to the policies (best fit breaks ties by the lower address).
+// Addresses: cudaMalloc's come from DriverAddressModel (driver_address_model.h), fitted to where the
+// real driver put PyTorch's segments. VMM reservations (cuMemAddressReserve) come from a separate,
+// higher window bump-allocated upwards, as the driver keeps them apart from cudaMalloc's heap. Only
+// the relative order of addresses matters to the policies (best fit breaks ties by address).
 //
 // The stream-ordered pool (cudaMallocFromPoolAsync) is SimAsyncPool's model, in a third window
 // below the heap; its reserved memory counts towards reserved_bytes and the capacity.
@@ -18,6 +16,7 @@
 #include <unordered_map>
 
 #include "policies/device.h"
+#include "replayer/driver_address_model.h"
 #include "replayer/sim_async_pool.h"
 
 namespace memreplay {
@@ -61,13 +60,9 @@ class SimDevice final : public Device {
 
   Options options_;
   DeviceCounters counters_;
-  // cudaMalloc heap: free ranges start -> end, and live allocations start -> size.
-  std::map<uint64_t, uint64_t> heap_free_;
-  struct LiveRange {
-    uint64_t span;   // VA taken, rounded to the granularity
-    uint64_t bytes;  // bytes asked for, counted as reserved
-  };
-  std::unordered_map<uint64_t, LiveRange> heap_live_;
+  // cudaMalloc heap: where allocations go, and the bytes asked for (counted as reserved) of each.
+  DriverAddressModel heap_;
+  std::unordered_map<uint64_t, uint64_t> heap_live_;
   // Mapped pages of VMM reservations: start -> end, adjacent ranges merged.
   std::map<uint64_t, uint64_t> mapped_;
   uint64_t next_reservation_;

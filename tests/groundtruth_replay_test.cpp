@@ -89,18 +89,6 @@ std::string policy_for(const std::string& alloc_conf) {
 
 class GroundTruthReplay : public ::testing::TestWithParam<std::string> {};
 
-// Rows where PyTorch's choice between two free blocks of the same size (best fit breaks ties by
-// the lower address) depends on where the real driver placed segments, which no address model we
-// tried reproduces for every trace at once (README "Exactness"). PyTorch itself gives different
-// numbers for the same sequence in two processes here (the live pow2div4 runs differ from these
-// replays). For these rows everything else stays exact; what differs is bounded:
-//   allocated_peak within 0.1%, segment events the same multiset in another order.
-const std::set<std::string> kAddressDependentRows = {
-    "gpt2_train.default.pow2div4",   // allocated_peak 8,278,510,592 vs 8,277,986,304
-    "resnet50_train.default.pow2div4",  // allocated_peak 3,617,898,496 vs 3,621,306,368
-    "resnet50_train.default.gc07",   // GC frees the same six segments in another order
-};
-
 TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
   const json truth = read_json(shared_dir() / "groundtruth" / "replay" / (GetParam() + ".json"));
   const json& run = truth["run"];
@@ -115,11 +103,7 @@ TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
   const ReplayMetrics m = run_replay(request);
 
   EXPECT_EQ(m.reserved_peak, run["reserved_peak"].get<uint64_t>());
-  const bool address_dependent = kAddressDependentRows.contains(GetParam());
-  if (address_dependent)
-    EXPECT_NEAR(double(m.allocated_peak), run["allocated_peak"].get<double>(), run["allocated_peak"].get<double>() * 1e-3);
-  else
-    EXPECT_EQ(m.allocated_peak, run["allocated_peak"].get<uint64_t>());
+  EXPECT_EQ(m.allocated_peak, run["allocated_peak"].get<uint64_t>());
   EXPECT_EQ(m.requested_peak, run["requested_peak"].get<uint64_t>());
   EXPECT_EQ(m.device_alloc_calls, run["num_device_alloc"].get<uint64_t>());
   EXPECT_EQ(m.device_free_calls, run["num_device_free"].get<uint64_t>());
@@ -133,12 +117,7 @@ TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
 
   std::vector<std::pair<std::string, uint64_t>> expected;
   for (const auto& e : run["segment_events"]) expected.emplace_back(e[0].get<std::string>(), e[1].get<uint64_t>());
-  auto got = RecordingSimDevice::log;
-  if (address_dependent) {
-    std::sort(got.begin(), got.end());
-    std::sort(expected.begin(), expected.end());
-  }
-  EXPECT_EQ(got, expected);
+  EXPECT_EQ(RecordingSimDevice::log, expected);
 
   // The invariant every replay keeps.
   EXPECT_GE(m.reserved_peak, m.allocated_peak);
