@@ -1,5 +1,6 @@
 #include "replayer/driver_address_model.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace memreplay {
@@ -58,13 +59,23 @@ std::optional<uint64_t> DriverAddressModel::allocate(uint64_t bytes) {
 
 void DriverAddressModel::add_chunk(uint64_t start, Chunk chunk) {
   chunk.created = ++chunks_created_;
-  by_recency_[chunk.created] = start;
-  chunks_[start] = std::move(chunk);
+  auto& added = chunks_[start] = std::move(chunk);
+  update_room(start, added);
+}
+
+void DriverAddressModel::update_room(uint64_t start, Chunk& chunk) {
+  chunk.largest_free = 0;
+  for (const auto& [from, to] : chunk.free) chunk.largest_free = std::max(chunk.largest_free, to - from);
+  if (chunk.largest_free > 0)
+    with_room_[chunk.created] = start;
+  else
+    with_room_.erase(chunk.created);
 }
 
 std::optional<uint64_t> DriverAddressModel::take_from_chunks(uint64_t span) {
-  for (auto newest = by_recency_.rbegin(); newest != by_recency_.rend(); ++newest) {
+  for (auto newest = with_room_.rbegin(); newest != with_room_.rend(); ++newest) {
     Chunk& chunk = chunks_.at(newest->second);
+    if (chunk.largest_free < span) continue;
     auto best = chunk.free.end();
     for (auto range = chunk.free.begin(); range != chunk.free.end(); ++range) {
       const uint64_t size = range->second - range->first;
@@ -74,6 +85,7 @@ std::optional<uint64_t> DriverAddressModel::take_from_chunks(uint64_t span) {
     const uint64_t address = best->first;
     take_front(chunk.free, best, span);
     ++chunk.live;
+    update_room(newest->second, chunk);
     return address;
   }
   return std::nullopt;
@@ -108,8 +120,10 @@ bool DriverAddressModel::release(uint64_t address) {
   add_range(chunk.free, address, address + span);
   if (--chunk.live == 0 && !chunk.permanent) {
     add_range(va_free_, owner->first, chunk.end);
-    by_recency_.erase(chunk.created);
+    with_room_.erase(chunk.created);
     chunks_.erase(owner);
+  } else {
+    update_room(owner->first, chunk);
   }
   return true;
 }

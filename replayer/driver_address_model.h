@@ -52,16 +52,18 @@ class DriverAddressModel {
     Ranges free;
     bool permanent = false;  // the driver's own: never given back
     uint64_t created = 0;    // order of creation: newer chunks are searched first
+    uint64_t largest_free = 0;
   };
 
   void add_chunk(uint64_t start, Chunk chunk);
+  void update_room(uint64_t start, Chunk& chunk);  // after its free ranges changed
 
   std::optional<uint64_t> take_from_chunks(uint64_t span);
   std::optional<uint64_t> new_chunk(uint64_t span);
 
   Ranges va_free_;
   std::map<uint64_t, Chunk> chunks_;            // by start address
-  std::map<uint64_t, uint64_t> by_recency_;     // created -> start
+  std::map<uint64_t, uint64_t> with_room_;      // created -> start, of chunks with free space
   uint64_t chunks_created_ = 0;
   std::map<uint64_t, uint64_t> live_;           // address -> span
 };
