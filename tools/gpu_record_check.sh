@@ -5,8 +5,9 @@
 #   tools/gpu_record_check.sh [PREBUILT]        results in $OUT (default out/gpu_record_check)
 #
 # PREBUILT is a bundle from tools/gpu_bundle.sh (default build/gpu-bundle) or a build directory
-# (build/): memreplay, record_bench, libmemreplay_record.so, libmemreplay_interposer.so built on
-# the development machine. Stages (each runs even if an earlier one failed; its log says why):
+# (build/): memreplay, record_bench, interposer_bench, libmemreplay_record.so,
+# libmemreplay_interposer.so and the fake CUDA libraries built on the development machine. Stages
+# (each runs even if an earlier one failed; its log says why):
 #   1. the PyTorch recorder extension compiled against the machine's torch
 #   2. one GPT-2 training job recorded by both recorders at once:
 #        memreplay record (interposer) -- python -m memreplay.torch record (live) -- gpu_record_job.py
@@ -16,7 +17,9 @@
 #      the process's other allocations are reported apart
 #   5. step time with the live recorder on vs off, in one process (random-order pairs of steps)
 #   6. a job killed with SIGKILL mid-run: both traces must still read (memreplay info)
-#   7. the microbenchmarks (record_bench), cudaMalloc/cudaFree with and without the interposer
+#   7. the microbenchmarks: record_bench (the recording hot path), and the interposer's cost per call
+#      and per event, A/B with tools/interposer_ab.sh: against the real runtime on the GPU, then
+#      against the fake one (tests/fake_cuda: the interposer's own cost on this machine's CPU)
 # Writes $OUT/record_check.json, $OUT/record_check.md and $OUT/record_check_logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -124,12 +127,12 @@ killed_job() {
 }
 
 microbenchmarks() {
+  local status=0
   bench --benchmark_format=json --benchmark_out="$WORK/bench.json" --benchmark_repetitions=3 \
-    --benchmark_report_aggregates_only=true &&
-    LD_PRELOAD="$INTERPOSER" MEMREPLAY_OUTPUT="$WORK/bench_interposed.mrt" MEMREPLAY_QUIET=1 \
-      LD_LIBRARY_PATH="${DEPS}${DEPS:+:}${LD_LIBRARY_PATH:-}" "$BENCH" --benchmark_filter=CudaMallocFreePair \
-      --benchmark_format=json --benchmark_out="$WORK/bench_interposed.json" --benchmark_repetitions=3 \
-      --benchmark_report_aggregates_only=true
+    --benchmark_report_aggregates_only=true || status=1
+  tools/interposer_ab.sh "$PREBUILT" --real --min-time 0.1 --json "$WORK/interposer_ab_real.json" || status=1
+  tools/interposer_ab.sh "$PREBUILT" --fake --json "$WORK/interposer_ab_fake.json" || status=1
+  return $status
 }
 
 stage environment environment
@@ -198,14 +201,14 @@ try:
 except Exception as e:
     result["killed_job"] = {"missing": str(e)}
 
-# 7. microbenchmarks (means of the repetitions)
+# 7. microbenchmarks (means of the repetitions) and the interposer's A/B (tools/interposer_ab.sh)
 def bench_means(doc):
     return {b["run_name"]: {"real_ns": b["real_time"], "cpu_ns": b["cpu_time"], "time_unit": b.get("time_unit"),
                             **{k: b[k] for k in ("dropped", "bytes_per_event") if k in b}}
             for b in doc.get("benchmarks", []) if b.get("aggregate_name") == "mean"}
-bench, bench_i = load("bench.json"), load("bench_interposed.json")
+bench = load("bench.json")
 result["microbenchmarks"] = bench_means(bench) if "missing" not in bench else bench
-result["cuda_pair_interposed"] = bench_means(bench_i) if "missing" not in bench_i else bench_i
+result["interposer_ab"] = {"real": load("interposer_ab_real.json"), "fake": load("interposer_ab_fake.json")}
 
 with open(os.path.join(out, "record_check.json"), "w") as f:
     json.dump(result, f, indent=2)
@@ -245,9 +248,20 @@ if "info_status" in k:
 for name, b in result.get("microbenchmarks", {}).items():
     if isinstance(b, dict) and "real_ns" in b:
         rows.append(f"| bench {name} | {b['real_ns']:.1f} {b['time_unit']} | - | - |")
-for name, b in result.get("cuda_pair_interposed", {}).items():
-    if isinstance(b, dict) and "real_ns" in b:
-        rows.append(f"| bench {name} with interposer | {b['real_ns']:.1f} {b['time_unit']} | - | - |")
+for mode, ab in result["interposer_ab"].items():
+    label = "GPU, real runtime" if mode == "real" else "fake runtime: the interposer alone"
+    if "missing" in ab:
+        rows.append(f"| interposer A/B, {label} | {ab['missing']} | results | False |")
+        continue
+    for name, c in ab.get("cases", {}).items():
+        d = c["paired_difference_ns_per_event"]
+        ok = "-" if c["target_met"] is None else c["target_met"]  # "-": the noise straddles 200 ns
+        rows.append(f"| interposer cost per event, {name} ({label}, {ab['metric']}, {d['rounds']} A/B rounds) | "
+                    f"{c['difference_ns_per_event']:+.1f} ns (paired median {d['median']:+.1f}, "
+                    f"[{d['min']:+.1f}, {d['max']:+.1f}]; {c['plain_ns_per_pair']:,.1f} -> "
+                    f"{c['interposed_ns_per_pair']:,.1f} ns per pair) | <= 200 ns | {ok} |")
+    for problem in ab.get("problems", []):
+        rows.append(f"| interposer A/B, {label}: {problem} | - | none | False |")
 rows.append("")
 rows.append("stages: " + ", ".join(f"{n} {s['exit']} ({s['seconds']} s)" for n, s in status.items()))
 with open(os.path.join(out, "record_check.md"), "w") as f:

@@ -1,10 +1,13 @@
 // A stand-in for the CUDA runtime (built as libcudart.so.13) for the interposer tests. Like the
 // real one since CUDA 12, it reaches the driver only through dlopen("libcuda.so.1") +
 // dlsym(cuGetProcAddress_v2) + cuGetProcAddress: the path the interposer must catch.
+// It also serves tools/bench/interposer_bench (the interposer's own cost per call, no GPU): the
+// device, event and memory-pool calls at the end return fixed answers without the driver.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -112,3 +115,23 @@ FAKE_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return to_runtime(driver().event_synchronize(reinterpret_cast<CUevent>(event)));
 }
 FAKE_EXPORT cudaError_t cudaDeviceSynchronize() { return to_runtime(driver().ctx_synchronize(nullptr)); }
+
+// Set-up calls interposer_bench makes; none of them is interposed.
+namespace {
+std::atomic<uintptr_t> g_next_event{0x1000};
+}  // namespace
+FAKE_EXPORT cudaError_t cudaGetDeviceCount(int* count) { return *count = 1, cudaSuccess; }
+FAKE_EXPORT cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+FAKE_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  *pool = reinterpret_cast<cudaMemPool_t>(uintptr_t{0x900});
+  return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
+FAKE_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+FAKE_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  *event = reinterpret_cast<cudaEvent_t>(g_next_event.fetch_add(0x10));
+  return cudaSuccess;
+}
+FAKE_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+FAKE_EXPORT const char* cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error (fake runtime)" : "error (fake runtime)";
+}

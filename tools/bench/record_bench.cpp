@@ -11,9 +11,8 @@
 //                                whole C++ API -> writer -> .mrt path per event (the writer
 //                                thread runs on another core meanwhile)
 //   BM_LiveTraceWriterAppend     the writer thread's own work per event (columns, zstd, write)
-//   BM_CudaMallocFreePair        a cudaMalloc/cudaFree pair of 1 MiB on the GPU; run it with and
-//                                without LD_PRELOAD=libmemreplay_interposer.so (tools/gpu_record_check.sh)
-//                                for the interposer's cost; skipped without a GPU
+// What the CUDA interposer adds per call is measured apart: tools/bench/interposer_bench.cpp,
+// run A/B by tools/interposer_ab.sh.
 //
 // Each hot-path batch fits in the thread's buffer and is flushed with the timer paused, so no
 // event is dropped and the numbers are the recording call itself; the "dropped" counter says so.
@@ -32,10 +31,6 @@
 #include "recorder/live_trace_writer.h"
 #include "recorder/memreplay_record.h"
 #include "recorder/recording_api.h"
-
-#if defined(MEMREPLAY_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#endif
 
 namespace memreplay {
 namespace {
@@ -201,31 +196,6 @@ void BM_LiveTraceWriterAppend(benchmark::State& state) {
   fs::remove(bench_path("writer.mrt"));
 }
 BENCHMARK(BM_LiveTraceWriterAppend)->Arg(3)->Arg(9);
-
-void BM_CudaMallocFreePair(benchmark::State& state) {
-#if defined(MEMREPLAY_HAVE_CUDA)
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  void* warm = nullptr;
-  cudaMalloc(&warm, 1);  // context creation out of the measurement
-  cudaFree(warm);
-  for (auto _ : state) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, 1 << 20) != cudaSuccess) {
-      state.SkipWithError("cudaMalloc failed");
-      break;
-    }
-    cudaFree(p);
-  }
-  state.counters["interposed"] = std::getenv("LD_PRELOAD") && std::string(std::getenv("LD_PRELOAD")).find("memreplay") != std::string::npos;
-#else
-  state.SkipWithError("built without the CUDA toolkit");
-#endif
-}
-BENCHMARK(BM_CudaMallocFreePair);
 
 }  // namespace
 }  // namespace memreplay
