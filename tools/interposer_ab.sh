@@ -183,6 +183,7 @@ other = "cpu_time" if key == "real_time" else "real_time"
 cases = {b: c for b in benches if (c := summarise(b, key))}
 cases_other = {b: c for b in benches if (c := summarise(b, other))}
 
+problems = list(dict.fromkeys(problems))  # a failing benchmark fails each repetition alike
 result = {"mode": mode, "metric": metric + " time", "runtime": runtime, "interposer": interposer,
           "rounds": rounds, "repetitions": repetitions, "batches_of_1024_pairs": batches or None,
           "min_time_s": None if batches else min_time, "pause_us_per_batch": pause_us,
