@@ -17,6 +17,7 @@
 
 #include "recorder/exit_flush.h"
 #include "recorder/thread_ring.h"
+#include "recorder/tick_clock.h"
 
 namespace memreplay {
 namespace {
@@ -32,7 +33,7 @@ constexpr auto kGapTimeout = std::chrono::milliseconds(200);
 // How long a fatal-signal handler waits for the writer before letting the process die.
 constexpr int kSignalFlushWaitMs = 2000;
 
-// --- per-thread identity and ring cache (trivially destructible: usable until the very end) ---
+// --- per-thread identity and ring cache ---
 
 struct RingCacheEntry {
   uint64_t recorder = 0;
@@ -40,23 +41,29 @@ struct RingCacheEntry {
 };
 constexpr size_t kRingCacheSize = 4;
 
-thread_local RingCacheEntry t_ring_cache[kRingCacheSize];
-thread_local uint32_t t_ring_cache_next = 0;
-thread_local uint64_t t_thread_key = 0;   // unique per thread of this process, never reused
-thread_local uint32_t t_tid = 0;          // Linux thread id
-thread_local const void* t_writer_of = nullptr;  // set on a writer thread: its recorder
+// Everything per thread in one object: record() computes one thread-local address (in a
+// dlopen'ed library each costs a __tls_get_addr call) and reads one cache line. Trivially
+// destructible: usable until the very end.
+struct alignas(64) ThreadState {
+  RingCacheEntry rings[kRingCacheSize];
+  uint32_t next_cache_entry = 0;
+  uint32_t tid = 0;                 // Linux thread id
+  uint64_t key = 0;                 // unique per thread of this process, never reused
+  const void* writer_of = nullptr;  // set on a writer thread: its recorder
+};
+thread_local ThreadState t_thread;
 
 std::atomic<uint64_t> g_next_recorder_id{1};
 std::atomic<uint64_t> g_next_thread_key{1};
 
 uint64_t this_thread_key() {
-  if (t_thread_key == 0) t_thread_key = g_next_thread_key.fetch_add(1, std::memory_order_relaxed);
-  return t_thread_key;
+  if (t_thread.key == 0) t_thread.key = g_next_thread_key.fetch_add(1, std::memory_order_relaxed);
+  return t_thread.key;
 }
 
 uint32_t this_tid() {
-  if (t_tid == 0) t_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  return t_tid;
+  if (t_thread.tid == 0) t_thread.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return t_thread.tid;
 }
 
 // --- the recorders alive in this process, for thread-exit notices and fork() ---
@@ -86,7 +93,7 @@ void print_error(const std::string& message) { std::fprintf(stderr, "memreplay: 
 
 }  // namespace
 
-struct LiveRecorder::Impl final : detail::ExitFlushClient {
+struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
   Impl(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options);
   ~Impl() override;
 
@@ -116,15 +123,19 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
   ThreadRing* ring_for_this_thread() noexcept;
   ThreadRing* register_thread() noexcept;
 
+  // What record() reads and writes, on the object's first cache line (after the vtable pointer):
+  // a record() whose caches went cold meanwhile misses once here.
   const uint64_t id_ = g_next_recorder_id.fetch_add(1);
+  const bool ticks_ = detail::ticks_pay();  // record() stamps ticks (tick_clock.h), not ns
+  std::atomic<bool> open_{false};
+  std::atomic<uint64_t> next_seq_{0};
+
   const std::string path_;
   const LiveRecorderOptions options_;
   std::unique_ptr<LiveTraceWriter> writer_;
   ContextResolver* resolver_ = nullptr;
 
-  // Shared with recording threads.
-  std::atomic<bool> open_{false};
-  std::atomic<uint64_t> next_seq_{0};
+  // Shared with recording threads and signal handlers, off the hot path.
   std::atomic<uint64_t> lost_without_ring_{0};
   std::atomic<bool> wake_{false};
   std::atomic<bool> forked_{false};
@@ -151,6 +162,7 @@ struct LiveRecorder::Impl final : detail::ExitFlushClient {
   std::string error_;  // under mutex_
 
   // Writer-thread state.
+  detail::TickConverter ticks_to_ns_;
   std::vector<LiveRecord> staging_;
   std::vector<size_t> run_starts_;  // where each ring's records begin in staging_
   uint64_t emit_seq_ = 0;  // the next sequence number to write
@@ -179,6 +191,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
     std::lock_guard lock(g_live_mutex);
     g_live.push_back(this);
   }
+  if (ticks_) ticks_to_ns_.start();  // before any record() can stamp ticks
   open_.store(true);
   // The writer thread must not take the process's asynchronous signals: a handler on it would
   // wait for itself.
@@ -208,7 +221,7 @@ LiveRecorder::Impl::~Impl() {
 // --- hot path --------------------------------------------------------------------------------
 
 ThreadRing* LiveRecorder::Impl::ring_for_this_thread() noexcept {
-  for (const RingCacheEntry& entry : t_ring_cache)
+  for (const RingCacheEntry& entry : t_thread.rings)
     if (entry.recorder == id_) return entry.ring;
   return register_thread();
 }
@@ -223,14 +236,13 @@ ThreadRing* LiveRecorder::Impl::register_thread() noexcept {
         if (r->owner == key && !r->retired.load(std::memory_order_relaxed)) ring = r.get();
       if (!ring) {
         if (rings_.size() >= options_.max_threads) return nullptr;
-        rings_.push_back(std::make_unique<ThreadRing>(options_.thread_buffer_events, key));
+        rings_.push_back(std::make_unique<ThreadRing>(options_.thread_buffer_events, key, this_tid()));
         ring = rings_.back().get();
         ++threads_created_;
       }
     }
     pthread_setspecific(g_thread_exit_key, reinterpret_cast<void*>(1));
-    t_ring_cache[t_ring_cache_next++ % kRingCacheSize] = {id_, ring};
-    this_tid();
+    t_thread.rings[t_thread.next_cache_entry++ % kRingCacheSize] = {id_, ring};
     return ring;
   } catch (...) {
     return nullptr;
@@ -253,9 +265,11 @@ bool LiveRecorder::Impl::record(const Event& event, uint64_t context) noexcept {
   // Numbered only once there is room, so every number taken is published: no permanent gaps.
   slot->seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
   slot->context = context;
-  slot->thread = t_tid;
+  slot->thread = ring->tid();
   slot->event = event;
-  if (event.time_ns == 0) slot->event.time_ns = LiveRecorder::now_ns();
+  // No time given: CPU ticks where those are cheaper than clock_gettime; the writer converts them.
+  slot->time_in_ticks = event.time_ns == 0 && ticks_;
+  if (event.time_ns == 0) slot->event.time_ns = ticks_ ? detail::read_ticks() : LiveRecorder::now_ns();
   if (ring->publish()) {  // half full: do not wait for the next drain
     wake_.store(true, std::memory_order_relaxed);
     cv_.notify_one();
@@ -266,7 +280,7 @@ bool LiveRecorder::Impl::record(const Event& event, uint64_t context) noexcept {
 // --- control -----------------------------------------------------------------------------------
 
 bool LiveRecorder::Impl::flush() {
-  if (t_writer_of == this) return !failed_.load();
+  if (t_thread.writer_of == this) return !failed_.load();
   std::unique_lock lock(mutex_);
   if (stopped_ || !thread_started_) return !failed_.load();
   const uint64_t target = next_seq_.load();
@@ -285,7 +299,7 @@ void LiveRecorder::Impl::close() noexcept {
     closing_ = true;
   }
   cv_.notify_one();
-  if (t_writer_of == this) return;  // a resolver closing us: the writer finishes by itself
+  if (t_thread.writer_of == this) return;  // a resolver closing us: the writer finishes by itself
   pthread_join(thread_, nullptr);
   {
     std::lock_guard lock(mutex_);
@@ -296,7 +310,7 @@ void LiveRecorder::Impl::close() noexcept {
 
 void LiveRecorder::Impl::flush_on_signal() noexcept {
   // No lock here: the interrupted thread may hold it. The writer polls signal_flush_.
-  if (forked_.load() || t_writer_of == this || !writer_running_.load()) return;
+  if (forked_.load() || t_thread.writer_of == this || !writer_running_.load()) return;
   signal_flush_.store(1);  // again after an earlier signal the process survived (SIGINT in Python)
   for (int waited = 0; waited < kSignalFlushWaitMs && signal_flush_.load() != 2; ++waited) {
     struct timespec ms = {0, 1'000'000};
@@ -323,13 +337,13 @@ void on_fork_child() {
 }
 
 void on_thread_exit(void*) {
-  if (t_thread_key != 0) {
+  if (t_thread.key != 0) {
     std::lock_guard lock(g_live_mutex);
     for (LiveRecorder::Impl* impl : g_live)
-      if (!impl->forked_.load()) impl->retire_thread(t_thread_key);
+      if (!impl->forked_.load()) impl->retire_thread(t_thread.key);
   }
   // A later record() on this thread (from another exit handler) registers afresh.
-  for (RingCacheEntry& entry : t_ring_cache) entry = {};
+  for (RingCacheEntry& entry : t_thread.rings) entry = {};
 }
 
 }  // namespace
@@ -338,7 +352,7 @@ void on_thread_exit(void*) {
 
 void* LiveRecorder::Impl::writer_main(void* self) {
   auto* impl = static_cast<Impl*>(self);
-  t_writer_of = impl;
+  t_thread.writer_of = impl;
   impl->run();
   return nullptr;
 }
@@ -405,10 +419,11 @@ void LiveRecorder::Impl::run() {
   flushed_cv_.notify_all();
 }
 
-// Moves everything the rings hold into staging_, in sequence order, and frees the rings of
-// threads that have exited.
+// Moves everything the rings hold into staging_, in sequence order, with time stamps in ns, and
+// frees the rings of threads that have exited.
 void LiveRecorder::Impl::collect() {
   run_starts_.clear();
+  const size_t fresh = staging_.size();
   {
     std::lock_guard lock(rings_mutex_);
     for (auto it = rings_.begin(); it != rings_.end();) {
@@ -424,6 +439,13 @@ void LiveRecorder::Impl::collect() {
       } else {
         ++it;
       }
+    }
+  }
+  if (ticks_) {
+    ticks_to_ns_.advance();  // after the drain: the bracket of every record it took
+    for (size_t i = fresh; i < staging_.size(); ++i) {
+      LiveRecord& r = staging_[i];
+      if (r.time_in_ticks) r.event.time_ns = ticks_to_ns_.to_ns(r.event.time_ns);
     }
   }
   // Each ring's records are in order already: merge the runs into what was staged before. One

@@ -14,7 +14,10 @@
 // ring, no system call. The sequence number is taken with one atomic increment, so events that
 // happen one after another (through a lock, a join, ...) are numbered in that order and the trace
 // keeps cause before effect across threads. Time stamps follow the sequence (clamped to never go
-// backwards).
+// backwards). An event without a time gets the CPU's time-stamp counter where reading that is
+// cheaper than clock_gettime, turned into now_ns() time by the writer (tick_clock.h). What
+// record() reads sits on few cache lines, as it usually runs with cold caches (once per
+// allocation, between a program's other work).
 //
 // Bounded memory. Each thread's ring holds thread_buffer_events; when it is full the event is
 // dropped and counted, never waited for (the trace then says so in a "memreplay.dropped_events"

@@ -81,8 +81,12 @@ void add_device(memreplay::LiveTraceHeader& header, const std::string& spec) {
 }  // namespace
 
 struct memreplay_recorder {
-  std::unique_ptr<LiveRecorder> recorder;
-  std::unique_ptr<CResolver> resolver;
+  memreplay_recorder(const std::string& path, const memreplay::LiveTraceHeader& header,
+                     memreplay::LiveRecorderOptions options)
+      : recorder(path, header, options) {}
+
+  std::unique_ptr<CResolver> resolver;  // outlives recorder, whose destructor may still resolve
+  LiveRecorder recorder;  // held by value: one dependent load less in memreplay_record()
 };
 
 extern "C" {
@@ -110,9 +114,7 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
       if (options->flush_interval_ms) live.flush_interval = std::chrono::milliseconds(options->flush_interval_ms);
       if (options->thread_buffer_events) live.thread_buffer_events = options->thread_buffer_events;
     }
-    auto r = std::make_unique<memreplay_recorder>();
-    r->recorder = std::make_unique<LiveRecorder>(path ? path : "", h, live);
-    return r.release();
+    return new memreplay_recorder(path ? path : "", h, live);
   } catch (const std::exception& e) {
     set_error(error, error_size, e.what());
   } catch (...) {
@@ -134,7 +136,7 @@ int memreplay_record(memreplay_recorder* r, uint32_t kind, uint32_t device, uint
   e.size = size;
   e.flags = flags;
   e.aux = aux;
-  return r->recorder->record(e, context) ? 1 : 0;
+  return r->recorder.record(e, context) ? 1 : 0;
 }
 
 int memreplay_annotate(memreplay_recorder* r, uint32_t device, const char* const* keys_values, size_t pairs) {
@@ -143,7 +145,7 @@ int memreplay_annotate(memreplay_recorder* r, uint32_t device, const char* const
     memreplay::KeyValues kv;
     for (size_t i = 0; i < pairs; ++i)
       kv.emplace_back(keys_values[2 * i] ? keys_values[2 * i] : "", keys_values[2 * i + 1] ? keys_values[2 * i + 1] : "");
-    return r->recorder->annotate(device, std::move(kv)) ? 1 : 0;
+    return r->recorder.annotate(device, std::move(kv)) ? 1 : 0;
   } catch (...) {
     return 0;
   }
@@ -153,12 +155,12 @@ void memreplay_set_resolver(memreplay_recorder* r, memreplay_resolve_fn resolve,
                             void* user) {
   if (r == nullptr || resolve == nullptr) return;
   r->resolver = std::make_unique<CResolver>(resolve, discard, user);
-  r->recorder->set_context_resolver(r->resolver.get());
+  r->recorder.set_context_resolver(r->resolver.get());
 }
 
 int memreplay_flush(memreplay_recorder* r) {
   try {
-    return r != nullptr && r->recorder->flush() ? 1 : 0;
+    return r != nullptr && r->recorder.flush() ? 1 : 0;
   } catch (...) {
     return 0;
   }
@@ -166,15 +168,15 @@ int memreplay_flush(memreplay_recorder* r) {
 
 void memreplay_get_stats(memreplay_recorder* r, memreplay_stats* stats) {
   if (r == nullptr || stats == nullptr) return;
-  const memreplay::LiveRecorderStats s = r->recorder->stats();
+  const memreplay::LiveRecorderStats s = r->recorder.stats();
   *stats = {s.recorded, s.written, s.dropped, s.failed ? 1 : 0};
 }
 
 int memreplay_close(memreplay_recorder* r, memreplay_stats* stats) {
   if (r == nullptr) return 0;
-  r->recorder->close();
+  r->recorder.close();
   memreplay_get_stats(r, stats);
-  return r->recorder->stats().failed ? 0 : 1;
+  return r->recorder.stats().failed ? 0 : 1;
 }
 
 void memreplay_destroy(memreplay_recorder* r) { delete r; }

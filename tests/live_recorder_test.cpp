@@ -19,6 +19,7 @@
 #include "proto/input_error.h"
 #include "recorder/live_recorder.h"
 #include "recorder/live_trace_writer.h"
+#include "recorder/tick_clock.h"
 #include "recorder/trace_writer.h"
 #include "replayer/trace_reader.h"
 
@@ -301,6 +302,47 @@ TEST_F(LiveRecorderTest, FillsFreeSizesFromTheirAllocations) {
   EXPECT_EQ(events[2].size, 4096u);
   EXPECT_EQ(events[3].size, 2u << 20);
   EXPECT_EQ(events[4].size, 0u);
+}
+
+// record() may stamp raw CPU ticks (tick_clock.h); the file must still hold now_ns() time, each
+// stamp within the call that made it, whichever clock this machine gets.
+TEST_F(LiveRecorderTest, StampsEventsWithoutATimeOnTheRecordersClock) {
+  LiveRecorderOptions options;
+  options.drain_interval = milliseconds(40);  // long brackets: a conversion that only clamped would show
+  std::vector<std::pair<uint64_t, uint64_t>> calls;  // now_ns() before and after each record()
+  {
+    LiveRecorder recorder(path("t.mrt"), header(), options);
+    for (uint64_t i = 0; i < 200; ++i) {
+      Event e = alloc_event(i);
+      e.time_ns = 0;
+      const uint64_t before = LiveRecorder::now_ns();
+      ASSERT_TRUE(recorder.record(e));
+      calls.emplace_back(before, LiveRecorder::now_ns());
+      std::this_thread::sleep_for(std::chrono::microseconds(i % 10 == 0 ? 3000 : 300));
+    }
+  }
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_EQ(events.size(), calls.size());
+  constexpr uint64_t kSlack = 200'000;  // ns: pairing ticks with ns is exact to well under this
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_GE(events[i].time_ns + kSlack, calls[i].first) << i;
+    EXPECT_LE(events[i].time_ns, calls[i].second + kSlack) << i;
+    if (i > 0) EXPECT_GE(events[i].time_ns, events[i - 1].time_ns) << i;
+  }
+}
+
+TEST(TickConverterTest, InterpolatesBetweenReadingsAndClampsOutside) {
+  detail::TickConverter c;
+  c.advance({1'000, 5'000'000});
+  c.advance({3'000, 5'001'000});  // 0.5 ns per tick
+  EXPECT_EQ(c.to_ns(2'000), 5'000'500u);
+  EXPECT_EQ(c.to_ns(1'000), 5'000'000u);
+  EXPECT_EQ(c.to_ns(999), 5'000'000u);    // stamped before the bracket: its start
+  EXPECT_EQ(c.to_ns(9'000), 5'001'000u);  // a core ahead of the writer's: the bracket's end
+  c.advance({2'500, 5'002'000});          // a reading that goes back (another core): ignored
+  EXPECT_EQ(c.to_ns(2'000), 5'000'500u);
+  c.advance({7'000, 5'003'000});  // 0.5 ns per tick again, from the last reading
+  EXPECT_EQ(c.to_ns(5'000), 5'002'000u);
 }
 
 // Token t stands for the stack [f<t>, main] on every thread; counts what it was asked.

@@ -160,6 +160,24 @@ TEST_F(RecordingApi, CApiWritesHeaderEventsAndStacks) {
   EXPECT_EQ(frames[0].line, 42u);
 }
 
+TEST_F(RecordingApi, CApiDestroyWithoutCloseFinishesTheFileWithStacks) {
+  char error[256] = "";
+  memreplay_recorder* r = memreplay_open(path("d.mrt").c_str(), nullptr, 0, nullptr, error, sizeof error);
+  ASSERT_NE(r, nullptr) << error;
+  memreplay_set_resolver(r, resolve_tokens, nullptr, nullptr);
+  EXPECT_EQ(memreplay_record(r, MEMREPLAY_ALLOC, 0, 5, 0x1000, 100, 0, 0, 7), 1);
+  memreplay_destroy(r);  // closes: the resolver must still be there for the last events
+
+  TraceReader reader(path("d.mrt"));
+  EXPECT_TRUE(reader.complete());
+  std::vector<Event> batch;
+  ASSERT_TRUE(reader.next_batch(batch));
+  ASSERT_EQ(batch.size(), 1u);
+  const auto frames = reader.stack_frames(batch[0].stack);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].name, "caller7");
+}
+
 TEST_F(RecordingApi, CApiReportsAnUnwritablePath) {
   char error[256] = "";
   EXPECT_EQ(memreplay_open(path("no/dir/c.mrt").c_str(), nullptr, 0, nullptr, error, sizeof error), nullptr);
