@@ -7,6 +7,12 @@
 //                                allocator's lock, so one thread at a time). The library is looked
 //                                for in $MEMREPLAY_RECORD_LIBRARY, else ../recorder/ next to this
 //                                program (the build tree); skipped when it is not there
+//   BM_RecordCApiColdCache/0|1   the same call (1) or none (0), under a mutex, between sweeps
+//                                over 1 MiB of other memory: a training step calls the allocator
+//                                between the interpreter's and the dispatcher's work, so the
+//                                recorder's lines are cold. Timed: lock, call, unlock (the
+//                                unlock waits for the call's stores). /1 minus /0 is what an
+//                                event costs there, cache misses included
 //   BM_RecordEndToEnd            the same calls plus the wait until they are in the file: the
 //                                whole C++ API -> writer -> .mrt path per event (the writer
 //                                thread runs on another core meanwhile)
@@ -22,8 +28,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -153,6 +161,42 @@ void BM_RecordCApi(benchmark::State& state) {
   fs::remove(bench_path("capi.mrt"));
 }
 BENCHMARK(BM_RecordCApi)->UseRealTime();
+
+void BM_RecordCApiColdCache(benchmark::State& state) {
+  static const RecordLibrary api;
+  if (!api.error.empty()) {
+    state.SkipWithError(api.error.c_str());
+    return;
+  }
+  const bool record = state.range(0) != 0;
+  char error[256] = "";
+  memreplay_recorder* r = api.open(bench_path("cold.mrt").c_str(), nullptr, 0, nullptr, error, sizeof error);
+  if (r == nullptr) {
+    state.SkipWithError(error);
+    return;
+  }
+  const Program program;
+  std::vector<uint8_t> other(1 << 20);
+  std::mutex allocator_lock;
+  size_t i = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < other.size(); k += 64) ++other[k];
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(allocator_lock);
+      if (record) api.record(r, MEMREPLAY_ALLOC, 0, 7, program.addresses[i & 511], program.sizes[i & 511], 0, 0, 0);
+    }
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    ++i;
+  }
+  benchmark::DoNotOptimize(other.data());
+  memreplay_stats stats{};
+  api.close(r, &stats);
+  api.destroy(r);
+  state.counters["dropped"] = static_cast<double>(stats.dropped);
+  fs::remove(bench_path("cold.mrt"));
+}
+BENCHMARK(BM_RecordCApiColdCache)->Arg(0)->Arg(1)->UseManualTime()->Iterations(100'000);
 
 void BM_RecordEndToEnd(benchmark::State& state) {
   rec::start(bench_path("e2e.mrt"), bench_options());
