@@ -1,10 +1,10 @@
 #include "recorder/recording_api.h"
+#include "recorder/process_command_line.h"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -28,15 +28,6 @@ void retire(LiveRecorder* r) {
   if (r == nullptr) return;
   r->close();
   stopped().emplace_back(r);
-}
-
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw)
-    if (c == '\0') c = ' ';
-  return raw;
 }
 
 void record(EventKind kind, uint32_t device, Stream stream, uint64_t address, uint64_t size,
@@ -64,7 +55,7 @@ bool start(const std::string& path, const Options& options) {
     LiveTraceHeader header;
     header.source = options.source;
     header.capture_time_ns = LiveRecorder::now_ns();
-    header.command_line = command_line();
+    header.command_line = process_command_line();
     header.pid = static_cast<uint64_t>(::getpid());
     for (const DeviceDescription& d : options.devices) header.devices.push_back({d.index, d.name, d.total_memory});
     for (const auto& [key, value] : options.allocator_settings) header.allocator_settings[key] = value;

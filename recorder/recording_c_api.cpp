@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "recorder/live_recorder.h"
+#include "recorder/process_command_line.h"
 #include "recorder/memreplay_record.h"
 
 namespace {
@@ -58,15 +58,6 @@ void set_error(char* error, size_t size, const std::string& what) {
   std::snprintf(error, size, "%s", what.c_str());
 }
 
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw)
-    if (c == '\0') c = ' ';
-  return raw;
-}
-
 // "INDEX;TOTAL_BYTES;NAME"
 void add_device(memreplay::LiveTraceHeader& header, const std::string& spec) {
   const size_t a = spec.find(';');
@@ -96,7 +87,7 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
   try {
     memreplay::LiveTraceHeader h;
     h.source = "api";
-    h.command_line = command_line();
+    h.command_line = memreplay::process_command_line();
     h.pid = static_cast<uint64_t>(::getpid());
     h.capture_time_ns = LiveRecorder::now_ns();
     for (size_t i = 0; i < header_pairs; ++i) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "recorder/interposer/cuda_declarations.h"
+#include "recorder/process_command_line.h"
 #include "recorder/interposer/hooks.h"
 #include "recorder/live_recorder.h"
 
@@ -111,15 +112,6 @@ uint32_t env_number(const char* name, uint32_t fallback) {
   return end && *end == '\0' && n > 0 ? static_cast<uint32_t>(n) : fallback;
 }
 
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw)
-    if (c == '\0') c = ' ';
-  return raw;
-}
-
 // The first process of a run gets the path itself; others a per-process name beside it.
 std::string claim_output(const std::string& requested) {
   const int fd = ::open(requested.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -182,7 +174,7 @@ LiveRecorder* start_recording() {
   try {
     LiveTraceHeader header;
     header.source = "cuda-interposer";
-    header.command_line = command_line();
+    header.command_line = process_command_line();
     header.pid = static_cast<uint64_t>(::getpid());
     header.capture_time_ns = LiveRecorder::now_ns();
     describe_devices(header);
