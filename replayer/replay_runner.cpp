@@ -6,7 +6,7 @@
 #include "policies/registry.h"
 #include "proto/input_error.h"
 #include "replayer/device_registry.h"
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "recorder/trace_writer.h"
+#include "recorder/import/trace_writer.h"
 #include "tests/test_support.h"
 
 namespace memreplay {

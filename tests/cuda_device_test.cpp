@@ -13,17 +13,17 @@
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
-#include "recorder/import.h"
-#include "recorder/trace_writer.h"
+#include "recorder/import/import.h"
+#include "recorder/import/trace_writer.h"
 #include "replayer/device_registry.h"
 #include "replayer/replay_runner.h"
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 #include "tests/test_support.h"
 
 #if MEMREPLAY_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "replayer/cuda_device.h"
+#include "replayer/cuda/cuda_device.h"
 #endif
 
 namespace memreplay {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 
 extern char** environ;
 

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "proto/input_error.h"
-#include "recorder/live_recorder.h"
-#include "recorder/live_trace_writer.h"
-#include "recorder/tick_clock.h"
-#include "recorder/trace_writer.h"
-#include "replayer/trace_reader.h"
+#include "recorder/live/live_recorder.h"
+#include "recorder/live/live_trace_writer.h"
+#include "recorder/live/tick_clock.h"
+#include "recorder/import/trace_writer.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "proto/input_error.h"
-#include "recorder/decompress.h"
-#include "recorder/import.h"
-#include "recorder/pickle_reader.h"
-#include "recorder/pytorch_snapshot_importer.h"
-#include "recorder/trace_sink.h"
+#include "recorder/import/decompress.h"
+#include "recorder/import/import.h"
+#include "recorder/import/pickle_reader.h"
+#include "recorder/import/pytorch_snapshot_importer.h"
+#include "recorder/import/trace_sink.h"
 #include "tests/tiny_snapshot.h"
 
 namespace memreplay {

@@ -1,4 +1,4 @@
-// The C++ recording API (recorder/recording_api.h) and its C twin (recorder/memreplay_record.h).
+// The C++ recording API (recorder/live/recording_api.h) and its C twin (recorder/live/memreplay_record.h).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "recorder/memreplay_record.h"
-#include "recorder/recording_api.h"
-#include "replayer/trace_reader.h"
+#include "recorder/live/memreplay_record.h"
+#include "recorder/live/recording_api.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

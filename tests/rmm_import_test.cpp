@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "proto/input_error.h"
-#include "recorder/import.h"
-#include "recorder/rmm_log_importer.h"
-#include "recorder/trace_sink.h"
+#include "recorder/import/import.h"
+#include "recorder/import/rmm_log_importer.h"
+#include "recorder/import/trace_sink.h"
 
 namespace memreplay {
 namespace {

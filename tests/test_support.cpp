@@ -5,8 +5,8 @@
 #include <mutex>
 #include <unistd.h>
 
-#include "recorder/import.h"
-#include "recorder/trace_writer.h"
+#include "recorder/import/import.h"
+#include "recorder/import/trace_writer.h"
 
 namespace memreplay::testing {
 

@@ -16,9 +16,9 @@
 
 #include "proto/framing.h"
 #include "proto/input_error.h"
-#include "recorder/trace_writer.h"
-#include "replayer/chunk_decoder.h"
-#include "replayer/trace_reader.h"
+#include "recorder/import/trace_writer.h"
+#include "proto/chunk_decoder.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

@@ -28,7 +28,7 @@ else
   echo "warning: no interposer_bench or fake CUDA libraries in $build (ninja -C $build interposer_bench" \
     "memreplay_fake_cudart memreplay_fake_cuda; they need the CUDA toolkit)" >&2
 fi
-cp "$build/recorder/libmemreplay_record.so" "$bundle/lib/"
+cp "$build/recorder/live/libmemreplay_record.so" "$bundle/lib/"
 if [[ -f "$build/recorder/interposer/libmemreplay_interposer.so" ]]; then
   cp "$build/recorder/interposer/libmemreplay_interposer.so" "$bundle/lib/"
 else

@@ -40,7 +40,7 @@ first_file() { for f in "$@"; do [[ -f "$f" ]] && { echo "$(realpath "$f")"; ret
 MEMREPLAY=$(first_file "$PREBUILT/bin/memreplay" "$PREBUILT/tools/memreplay")
 BENCH=$(first_file "$PREBUILT/bin/record_bench" "$PREBUILT/tools/record_bench")
 INTERPOSER=$(first_file "$PREBUILT/lib/libmemreplay_interposer.so" "$PREBUILT/recorder/interposer/libmemreplay_interposer.so")
-RECORD_LIB=$(first_file "$PREBUILT/lib/libmemreplay_record.so" "$PREBUILT/recorder/libmemreplay_record.so")
+RECORD_LIB=$(first_file "$PREBUILT/lib/libmemreplay_record.so" "$PREBUILT/recorder/live/libmemreplay_record.so")
 BUNDLED=$( [[ -d "$PREBUILT/deps" ]] && realpath "$PREBUILT/deps" || echo "")
 
 # Our binaries may need libraries of the development machine (bundled in deps/): only those this

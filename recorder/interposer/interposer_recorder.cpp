@@ -24,9 +24,9 @@
 #include <string>
 
 #include "recorder/interposer/cuda_declarations.h"
-#include "recorder/process_command_line.h"
+#include "recorder/live/process_command_line.h"
 #include "recorder/interposer/hooks.h"
-#include "recorder/live_recorder.h"
+#include "recorder/live/live_recorder.h"
 
 namespace memreplay::interposer {
 namespace {

@@ -26,7 +26,7 @@
 #include "replayer/device_registry.h"
 #include "replayer/engine.h"
 #include "replayer/latency_histogram.h"
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

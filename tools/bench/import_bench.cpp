@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "recorder/decompress.h"
-#include "recorder/pickle_reader.h"
-#include "recorder/pytorch_snapshot_importer.h"
-#include "recorder/trace_sink.h"
+#include "recorder/import/decompress.h"
+#include "recorder/import/pickle_reader.h"
+#include "recorder/import/pytorch_snapshot_importer.h"
+#include "recorder/import/trace_sink.h"
 
 namespace memreplay {
 namespace {

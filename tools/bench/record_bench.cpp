@@ -36,9 +36,9 @@
 #include <string>
 #include <vector>
 
-#include "recorder/live_trace_writer.h"
-#include "recorder/memreplay_record.h"
-#include "recorder/recording_api.h"
+#include "recorder/live/live_trace_writer.h"
+#include "recorder/live/memreplay_record.h"
+#include "recorder/live/recording_api.h"
 
 namespace memreplay {
 namespace {
@@ -115,7 +115,7 @@ struct RecordLibrary {
       path = env;
     } else {
       std::error_code ec;
-      path = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/libmemreplay_record.so").string();
+      path = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/live/libmemreplay_record.so").string();
     }
     void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "policies/registry.h"
-#include "recorder/import.h"
-#include "recorder/trace_writer.h"
+#include "recorder/import/import.h"
+#include "recorder/import/trace_writer.h"
 #include "replayer/engine.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim_device.h"
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "recorder/trace_writer.h"
-#include "replayer/trace_reader.h"
+#include "recorder/import/trace_writer.h"
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 namespace {

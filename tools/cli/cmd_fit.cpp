@@ -4,7 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_options.h"
 #include "tools/cli/text_format.h"

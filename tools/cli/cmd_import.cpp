@@ -4,8 +4,8 @@
 #include <iostream>
 #include <memory>
 
-#include "recorder/import.h"
-#include "recorder/trace_writer.h"
+#include "recorder/import/import.h"
+#include "recorder/import/trace_writer.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "proto/input_error.h"
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 #include "tools/cli/commands.h"
 
 extern char** environ;

@@ -3,7 +3,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "replayer/trace_reader.h"
+#include "proto/trace_reader.h"
 #include "replayer/trace_validator.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"

@@ -1,12 +1,12 @@
 """Finding and building the native half of the PyTorch recorder.
 
 Two pieces, found at run time:
-- libmemreplay_record.so, built with memreplay (recorder/CMakeLists.txt): the recording core and
+- libmemreplay_record.so, built with memreplay (recorder/live/CMakeLists.txt): the recording core and
   the .mrt writer, self-contained (its own zstd and C++ runtime, hidden). Found through
   $MEMREPLAY_RECORD_LIB, else in a build*/recorder/ or lib/ directory above this package.
 - the tracker extension (csrc/tracker.cpp), compiled here against the installed torch with
   torch.utils.cpp_extension the first time (cached by torch in $TORCH_EXTENSIONS_DIR), with the
-  header recorder/memreplay_record.h found through $MEMREPLAY_SOURCE_DIR or above this package.
+  header recorder/live/memreplay_record.h found through $MEMREPLAY_SOURCE_DIR or above this package.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def find_record_library() -> Path:
         return path
     for base in _ancestors():
         candidates = [base / "lib" / "libmemreplay_record.so", base / "libmemreplay_record.so"]
-        candidates += sorted(base.glob("build*/recorder/libmemreplay_record.so"))
+        candidates += sorted(base.glob("build*/recorder/live/libmemreplay_record.so"))
         for candidate in candidates:
             if candidate.is_file():
                 return candidate
@@ -47,11 +47,11 @@ def find_record_library() -> Path:
 def _find_include_dir() -> Path:
     roots = [Path(os.environ["MEMREPLAY_SOURCE_DIR"])] if os.environ.get("MEMREPLAY_SOURCE_DIR") else []
     for base in roots + _ancestors():
-        for candidate in (base / "recorder", base / "csrc", base / "include"):
+        for candidate in (base / "recorder" / "live", base / "csrc", base / "include"):
             if (candidate / "memreplay_record.h").is_file():
                 return candidate
     raise RecorderUnavailable(
-        "cannot find memreplay_record.h (recorder/ of the memreplay sources): set MEMREPLAY_SOURCE_DIR")
+        "cannot find memreplay_record.h (recorder/live/ of the memreplay sources): set MEMREPLAY_SOURCE_DIR")
 
 
 def _check_torch_has_tracker(torch) -> None:

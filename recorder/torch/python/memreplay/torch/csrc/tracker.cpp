@@ -1,6 +1,6 @@
 // memreplay's PyTorch live recorder, the native half: a trace tracker on PyTorch's CUDA caching
 // allocator (c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker) that hands every trace
-// entry to libmemreplay_record.so, which writes the .mrt (recorder/memreplay_record.h).
+// entry to libmemreplay_record.so, which writes the .mrt (recorder/live/memreplay_record.h).
 //
 // Built against the user's torch by torch.utils.cpp_extension (see _native.py); the recording
 // library is loaded with dlopen, so this extension carries no protobuf, zstd or memreplay code

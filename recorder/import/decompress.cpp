@@ -1,0 +1,234 @@
+#include "recorder/import/decompress.h"
+
+#include <lzma.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "proto/input_error.h"
+
+namespace memreplay {
+namespace {
+
+bool starts_with(std::string_view data, std::string_view magic) {
+  return data.size() >= magic.size() && data.substr(0, magic.size()) == magic;
+}
+
+// A zlib header is two bytes: CMF (method 8 = deflate, window <= 32 KiB) and FLG, with
+// CMF*256+FLG a multiple of 31. No preset dictionary: we could not supply one.
+bool is_zlib_header(std::string_view data) {
+  if (data.size() < 2) return false;
+  const auto cmf = static_cast<uint8_t>(data[0]);
+  const auto flg = static_cast<uint8_t>(data[1]);
+  return (cmf & 0x0f) == 8 && (cmf >> 4) <= 7 && (cmf * 256 + flg) % 31 == 0 && (flg & 0x20) == 0;
+}
+
+std::string format_bytes(uint64_t n) {
+  if (n % (1ull << 30) == 0) return std::to_string(n >> 30) + " GiB";
+  if (n % (1ull << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  return std::to_string(n) + " bytes";
+}
+
+// The output buffer of a streaming decoder: grows geometrically up to the caller's cap, so a
+// small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
+class Output {
+ public:
+  Output(const std::string& file, uint64_t max_output, uint64_t size_hint)
+      : file_(file), max_(max_output) {
+    buf_.resize(static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(size_hint, 1 << 16), max_)));
+  }
+  // Free space after `used`, growing the buffer first when it is full.
+  char* space(uint64_t consumed_input) {
+    if (used_ == buf_.size()) {
+      if (buf_.size() >= max_)
+        throw InputError::at_byte(file_, consumed_input,
+                                  "decompressed data exceeds the " + format_bytes(max_) + " limit");
+      buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_)));
+    }
+    return buf_.data() + used_;
+  }
+  size_t available() const { return buf_.size() - used_; }
+  void produced(size_t n) { used_ += n; }
+  std::string take() {
+    buf_.resize(used_);
+    return std::move(buf_);
+  }
+
+ private:
+  const std::string& file_;
+  uint64_t max_;
+  std::string buf_;
+  size_t used_ = 0;
+};
+
+constexpr size_t kMaxChunk = std::numeric_limits<uInt>::max();
+
+std::string inflate_all(std::string_view data, const std::string& file, uint64_t max_output,
+                        const char* what) {
+  z_stream s{};
+  // 15 + 32: accept both the zlib and the gzip wrapper (auto-detected by zlib).
+  if (inflateInit2(&s, 15 + 32) != Z_OK) throw InputError(file + ": zlib initialisation failed");
+  struct Guard {
+    z_stream* s;
+    ~Guard() { inflateEnd(s); }
+  } guard{&s};
+  Output out(file, max_output, data.size() * 8);
+  size_t in_pos = 0;
+  for (;;) {
+    s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + in_pos));
+    s.avail_in = static_cast<uInt>(std::min(data.size() - in_pos, kMaxChunk));
+    const uInt given_in = s.avail_in;
+    s.next_out = reinterpret_cast<Bytef*>(out.space(in_pos));
+    s.avail_out = static_cast<uInt>(std::min(out.available(), kMaxChunk));
+    const uInt given_out = s.avail_out;
+    const int rc = inflate(&s, Z_NO_FLUSH);
+    in_pos += given_in - s.avail_in;
+    out.produced(given_out - s.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (in_pos == data.size()) return out.take();
+      // pigz and `cat a.gz b.gz` write several gzip members: keep going.
+      if (starts_with(data.substr(in_pos), "\x1f\x8b") && inflateReset(&s) == Z_OK) continue;
+      throw InputError::at_byte(file, in_pos,
+                                std::string("unexpected data after the end of the ") + what + " stream");
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR) {  // no progress: either the output is full (grow) or input ran out
+      if (s.avail_out > 0 && in_pos == data.size())
+        throw InputError::at_byte(file, in_pos, std::string(what) + " stream is truncated");
+      continue;
+    }
+    throw InputError::at_byte(file, in_pos,
+                                std::string("corrupt ") + what + " stream: " + (s.msg ? s.msg : zError(rc)));
+  }
+}
+
+std::string lzma_error_text(lzma_ret rc) {
+  switch (rc) {
+    case LZMA_MEM_ERROR: return "out of memory";
+    case LZMA_MEMLIMIT_ERROR: return "memory limit reached";
+    case LZMA_FORMAT_ERROR: return "not an xz stream";
+    case LZMA_OPTIONS_ERROR: return "unsupported xz options";
+    case LZMA_DATA_ERROR: return "corrupt xz data";
+    case LZMA_BUF_ERROR: return "xz stream is truncated";
+    default: return "xz decoder error " + std::to_string(static_cast<int>(rc));
+  }
+}
+
+std::string unxz_all(std::string_view data, const std::string& file, uint64_t max_output) {
+  lzma_stream s = LZMA_STREAM_INIT;
+  // CONCATENATED: `xz` itself accepts several streams one after the other.
+  if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+    throw InputError(file + ": xz decoder initialisation failed");
+  struct Guard {
+    lzma_stream* s;
+    ~Guard() { lzma_end(s); }
+  } guard{&s};
+  Output out(file, max_output, data.size() * 8);
+  s.next_in = reinterpret_cast<const uint8_t*>(data.data());
+  s.avail_in = data.size();
+  for (;;) {
+    s.next_out = reinterpret_cast<uint8_t*>(out.space(s.total_in));
+    s.avail_out = out.available();
+    const size_t given_out = s.avail_out;
+    const lzma_ret rc = lzma_code(&s, LZMA_FINISH);
+    out.produced(given_out - s.avail_out);
+    if (rc == LZMA_STREAM_END) return out.take();
+    if (rc != LZMA_OK) {
+      const uint64_t at = rc == LZMA_BUF_ERROR ? data.size() : s.total_in;
+      throw InputError::at_byte(file, at, lzma_error_text(rc));
+    }
+  }
+}
+
+std::string unzstd_all(std::string_view data, const std::string& file, uint64_t max_output) {
+  ZSTD_DStream* z = ZSTD_createDStream();
+  if (z == nullptr) throw InputError(file + ": zstd decoder initialisation failed");
+  struct Guard {
+    ZSTD_DStream* z;
+    ~Guard() { ZSTD_freeDStream(z); }
+  } guard{z};
+  const unsigned long long declared = ZSTD_getFrameContentSize(data.data(), data.size());
+  const uint64_t hint = (declared == ZSTD_CONTENTSIZE_UNKNOWN || declared == ZSTD_CONTENTSIZE_ERROR)
+                            ? data.size() * 8
+                            : declared + 1;  // +1: no regrow just to learn that the frame ended
+  Output out(file, max_output, hint);
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  size_t last = 0;
+  for (;;) {
+    ZSTD_outBuffer o{out.space(in.pos), out.available(), 0};
+    last = ZSTD_decompressStream(z, &o, &in);
+    out.produced(o.pos);
+    if (ZSTD_isError(last))
+      throw InputError::at_byte(file, in.pos, std::string("corrupt zstd stream: ") + ZSTD_getErrorName(last));
+    // A frame is complete (last == 0) and all input is used: done. Output that did not fill
+    // the buffer with input left over means the decoder wants more input that does not exist.
+    if (in.pos == data.size() && last == 0) return out.take();
+    if (in.pos == data.size() && o.pos < o.size)
+      throw InputError::at_byte(file, data.size(), "zstd stream is truncated");
+  }
+}
+
+}  // namespace
+
+std::string_view compression_name(Compression c) {
+  switch (c) {
+    case Compression::none: return "none";
+    case Compression::gzip: return "gzip";
+    case Compression::zlib: return "zlib";
+    case Compression::xz: return "xz";
+    case Compression::zstd: return "zstd";
+  }
+  return "unknown";
+}
+
+Compression detect_compression(std::string_view data, const std::string& file) {
+  if (starts_with(data, "\x1f\x8b")) return Compression::gzip;
+  if (starts_with(data, std::string_view("\xfd" "7zXZ\0", 6))) return Compression::xz;
+  if (starts_with(data, "\x28\xb5\x2f\xfd")) return Compression::zstd;
+  if (is_zlib_header(data)) return Compression::zlib;
+  // Known, but not worth a dependency: say so rather than fail later with "unknown format".
+  auto refuse = [&](const char* name) {
+    return InputError(file + ": " + name + "-compressed input is not supported; use xz, gzip or zstd");
+  };
+  if (starts_with(data, "BZh")) throw refuse("bzip2");
+  if (starts_with(data, "LZIP")) throw refuse("lzip");
+  if (starts_with(data, "\x04\x22\x4d\x18")) throw refuse("lz4");
+  return Compression::none;
+}
+
+std::string decompress(std::string_view data, const std::string& file, uint64_t max_output) {
+  switch (detect_compression(data, file)) {
+    case Compression::gzip: return inflate_all(data, file, max_output, "gzip");
+    case Compression::zlib: return inflate_all(data, file, max_output, "zlib");
+    case Compression::xz: return unxz_all(data, file, max_output);
+    case Compression::zstd: return unzstd_all(data, file, max_output);
+    case Compression::none: break;
+  }
+  return std::string(data);
+}
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw InputError(path + ": cannot determine the file size");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0, std::ios::beg);
+  if (!in.read(bytes.data(), size)) throw InputError(path + ": read failed");
+  return bytes;
+}
+
+std::string read_decompressed(const std::string& path, uint64_t max_output) {
+  const std::string raw = read_file_bytes(path);
+  if (detect_compression(raw, path) == Compression::none) return raw;
+  return decompress(raw, path, max_output);
+}
+
+}  // namespace memreplay

@@ -1,0 +1,95 @@
+#include "recorder/import/empty_cache_inference.h"
+
+#include <algorithm>
+#include <map>
+
+namespace memreplay {
+namespace {
+
+bool is_release(EventKind k) { return k == EventKind::segment_free || k == EventKind::segment_unmap; }
+
+// Live-block count per cudaMalloc segment. Expandable ranges are left out: rule 1 is about
+// cudaMalloc segments only.
+class Occupancy {
+ public:
+  explicit Occupancy(const AllocatorState& initial) {
+    for (const SegmentState& s : initial.segments)
+      if (!s.expandable) segments_[s.address] = {s.size, 0};
+    for (const BlockState& b : initial.blocks) adjust(b.address, +1);
+  }
+
+  void apply(const TraceStep& e) {
+    switch (e.kind) {
+      case EventKind::segment_alloc: segments_[e.address] = {e.size, 0}; break;
+      case EventKind::segment_free: segments_.erase(e.address); break;
+      case EventKind::alloc: adjust(e.address, +1); break;
+      case EventKind::free_completed: adjust(e.address, -1); break;
+      default: break;
+    }
+  }
+
+  // True when every entirely free segment is among the segment_free entries of `run`.
+  bool run_releases_all_free(std::span<const TraceStep> run) const {
+    std::vector<uint64_t> released;
+    for (const TraceStep& e : run)
+      if (e.kind == EventKind::segment_free) released.push_back(e.address);
+    std::sort(released.begin(), released.end());
+    for (const auto& [address, seg] : segments_)
+      if (seg.live == 0 && !std::binary_search(released.begin(), released.end(), address)) return false;
+    return true;
+  }
+
+ private:
+  struct Segment {
+    uint64_t size;
+    int64_t live;
+  };
+
+  void adjust(uint64_t address, int delta) {
+    auto it = segments_.upper_bound(address);
+    if (it == segments_.begin()) return;
+    --it;
+    if (address >= it->first + it->second.size) return;  // not in a cudaMalloc segment
+    it->second.live = std::max<int64_t>(0, it->second.live + delta);
+  }
+
+  std::map<uint64_t, Segment> segments_;
+};
+
+// oom_ahead[i]: an `oom` entry comes at or after i before the next `alloc` (one backward pass, so
+// a trace with many release runs stays linear).
+std::vector<bool> oom_before_next_alloc(std::span<const TraceStep> trace) {
+  std::vector<bool> oom_ahead(trace.size() + 1, false);
+  for (size_t i = trace.size(); i-- > 0;) {
+    if (trace[i].kind == EventKind::oom) oom_ahead[i] = true;
+    else if (trace[i].kind != EventKind::alloc) oom_ahead[i] = oom_ahead[i + 1];
+  }
+  return oom_ahead;
+}
+
+}  // namespace
+
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace) {
+  std::vector<size_t> found;
+  // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
+  // never release a segment.
+  if (std::none_of(trace.begin(), trace.end(), [](const TraceStep& e) { return is_release(e.kind); }))
+    return found;
+  Occupancy occupancy(initial);
+  const std::vector<bool> oom_ahead = oom_before_next_alloc(trace);
+  for (size_t i = 0; i < trace.size();) {
+    if (!is_release(trace[i].kind)) {
+      occupancy.apply(trace[i++]);
+      continue;
+    }
+    size_t end = i;
+    while (end < trace.size() && is_release(trace[end].kind)) ++end;
+    const std::span<const TraceStep> run = trace.subspan(i, end - i);
+    if (occupancy.run_releases_all_free(run) && !oom_ahead[end]) found.push_back(i);
+    for (const TraceStep& e : run) occupancy.apply(e);
+    i = end;
+  }
+  return found;
+}
+
+}  // namespace memreplay

@@ -1,0 +1,41 @@
+#include "recorder/import/import.h"
+
+#include "proto/input_error.h"
+#include "recorder/import/decompress.h"
+#include "recorder/import/pytorch_snapshot_importer.h"
+#include "recorder/import/rmm_log_importer.h"
+
+namespace memreplay {
+
+std::string_view input_format_name(InputFormat format) {
+  switch (format) {
+    case InputFormat::pytorch_snapshot: return "pytorch-snapshot";
+    case InputFormat::rmm_log: return "rmm-log";
+  }
+  return "unknown";
+}
+
+InputFormat detect_content_format(std::string_view content, const std::string& file) {
+  // Protocols 2-5 open with PROTO (0x80) and the version; every snapshot PyTorch writes does.
+  if (content.size() >= 2 && static_cast<uint8_t>(content[0]) == 0x80 && content[1] >= 2 && content[1] <= 5)
+    return InputFormat::pytorch_snapshot;
+  if (is_rmm_log_header(content.substr(0, content.find('\n')))) return InputFormat::rmm_log;
+  if (content.empty()) throw InputError(file + ": the file is empty");
+  throw InputError(file + ": unknown input format: neither a PyTorch memory snapshot (pickle, "
+                   "protocol 2 or newer) nor an RMM log (CSV with a "
+                   "'Thread,Time,Action,Pointer,Size,Stream' header)");
+}
+
+InputFormat detect_input_format(const std::string& path) {
+  return detect_content_format(read_decompressed(path), path);
+}
+
+void import_file(const std::string& path, TraceSink& sink) {
+  const std::string content = read_decompressed(path);
+  switch (detect_content_format(content, path)) {
+    case InputFormat::pytorch_snapshot: import_pytorch_snapshot_pickle(content, path, sink); return;
+    case InputFormat::rmm_log: import_rmm_log_text(content, path, sink); return;
+  }
+}
+
+}  // namespace memreplay

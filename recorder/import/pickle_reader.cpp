@@ -1,0 +1,608 @@
+#include "recorder/import/pickle_reader.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <limits>
+
+#include "proto/input_error.h"
+
+namespace memreplay::pickle {
+namespace {
+
+// Opcode bytes, named as in CPython's Lib/pickle.py.
+enum Op : uint8_t {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
+  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
+  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
+  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
+  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
+  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
+  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
+  SHORT_BINBYTES = 'C', BINBYTES = 'B',
+  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, MEMOIZE = 0x94,
+  FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98,
+};
+
+constexpr std::array<const char*, 256> make_op_names() {
+  std::array<const char*, 256> n{};
+  n[MARK] = "MARK"; n[STOP] = "STOP"; n[POP] = "POP"; n[POP_MARK] = "POP_MARK"; n[DUP] = "DUP";
+  n[FLOAT] = "FLOAT"; n[INT] = "INT"; n[BININT] = "BININT"; n[BININT1] = "BININT1";
+  n[LONG] = "LONG"; n[BININT2] = "BININT2"; n[NONE] = "NONE"; n[PERSID] = "PERSID";
+  n[BINPERSID] = "BINPERSID"; n[REDUCE] = "REDUCE"; n[STRING] = "STRING";
+  n[BINSTRING] = "BINSTRING"; n[SHORT_BINSTRING] = "SHORT_BINSTRING"; n[UNICODE] = "UNICODE";
+  n[BINUNICODE] = "BINUNICODE"; n[APPEND] = "APPEND"; n[BUILD] = "BUILD"; n[GLOBAL] = "GLOBAL";
+  n[DICT] = "DICT"; n[EMPTY_DICT] = "EMPTY_DICT"; n[APPENDS] = "APPENDS"; n[GET] = "GET";
+  n[BINGET] = "BINGET"; n[INST] = "INST"; n[LONG_BINGET] = "LONG_BINGET"; n[LIST] = "LIST";
+  n[EMPTY_LIST] = "EMPTY_LIST"; n[OBJ] = "OBJ"; n[PUT] = "PUT"; n[BINPUT] = "BINPUT";
+  n[LONG_BINPUT] = "LONG_BINPUT"; n[SETITEM] = "SETITEM"; n[TUPLE] = "TUPLE";
+  n[EMPTY_TUPLE] = "EMPTY_TUPLE"; n[SETITEMS] = "SETITEMS"; n[BINFLOAT] = "BINFLOAT";
+  n[SHORT_BINBYTES] = "SHORT_BINBYTES"; n[BINBYTES] = "BINBYTES"; n[PROTO] = "PROTO";
+  n[NEWOBJ] = "NEWOBJ"; n[EXT1] = "EXT1"; n[EXT2] = "EXT2"; n[EXT4] = "EXT4";
+  n[TUPLE1] = "TUPLE1"; n[TUPLE2] = "TUPLE2"; n[TUPLE3] = "TUPLE3"; n[NEWTRUE] = "NEWTRUE";
+  n[NEWFALSE] = "NEWFALSE"; n[LONG1] = "LONG1"; n[LONG4] = "LONG4";
+  n[SHORT_BINUNICODE] = "SHORT_BINUNICODE"; n[BINUNICODE8] = "BINUNICODE8";
+  n[BINBYTES8] = "BINBYTES8"; n[EMPTY_SET] = "EMPTY_SET"; n[ADDITEMS] = "ADDITEMS";
+  n[FROZENSET] = "FROZENSET"; n[NEWOBJ_EX] = "NEWOBJ_EX"; n[STACK_GLOBAL] = "STACK_GLOBAL";
+  n[MEMOIZE] = "MEMOIZE"; n[FRAME] = "FRAME"; n[BYTEARRAY8] = "BYTEARRAY8";
+  n[NEXT_BUFFER] = "NEXT_BUFFER"; n[READONLY_BUFFER] = "READONLY_BUFFER";
+  return n;
+}
+constexpr std::array<const char*, 256> kOpNames = make_op_names();
+
+constexpr int kHighestProtocol = 5;
+
+// Scalars are decoded with memcpy into integers (detail::load_le).
+static_assert(std::endian::native == std::endian::little, "memreplay reads pickles on little-endian hosts");
+
+constexpr uint32_t kUnsetMemo = std::numeric_limits<uint32_t>::max();
+
+std::string op_label(uint8_t op) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex = {'0', 'x', kHex[op >> 4], kHex[op & 15]};
+  return kOpNames[op] ? std::string(kOpNames[op]) + " (" + hex + ")" : hex;
+}
+
+}  // namespace
+
+std::string_view kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::none: return "None";
+    case Kind::boolean: return "bool";
+    case Kind::integer: return "int";
+    case Kind::floating: return "float";
+    case Kind::str: return "str";
+    case Kind::bytes: return "bytes";
+    case Kind::list: return "list";
+    case Kind::tuple: return "tuple";
+    case Kind::dict: return "dict";
+    case Kind::set: return "set";
+  }
+  return "?";
+}
+
+// --- scalars, decoded from the opcode that pushed them (validated when it was parsed) ---
+
+namespace {
+
+// The argument line of the protocol-0 opcode at `offset` (its '\n' was found when parsing).
+std::string_view text_argument(std::string_view data, uint32_t offset) {
+  const size_t end = data.find('\n', offset + 1);
+  return data.substr(offset + 1, end - (offset + 1));
+}
+
+int64_t parse_int_text(std::string_view text) {
+  if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  int64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+}  // namespace
+
+int64_t Tree::scalar_int(uint32_t offset) const {
+  const char* p = data_.data() + offset;
+  switch (static_cast<uint8_t>(*p)) {
+    case NEWTRUE: return 1;
+    case NEWFALSE: return 0;
+    case BININT1: return static_cast<uint8_t>(p[1]);
+    case BININT2: return static_cast<int64_t>(detail::load_le(p + 1, 2));
+    case BININT: return static_cast<int32_t>(detail::load_le(p + 1, 4));
+    case LONG1: case LONG4: {
+      const bool long1 = static_cast<uint8_t>(*p) == LONG1;
+      const uint64_t n = long1 ? static_cast<uint8_t>(p[1]) : detail::load_le(p + 1, 4);
+      const char* bytes = p + (long1 ? 2 : 5);
+      if (n == 0) return 0;
+      // Longer encodings were checked to hold only sign extension beyond 8 bytes.
+      const unsigned used = static_cast<unsigned>(std::min<uint64_t>(n, 8));
+      const uint64_t v = detail::load_le(bytes, used);
+      const unsigned unused = 64 - 8 * used;
+      return static_cast<int64_t>(v << unused) >> unused;
+    }
+    case INT: case LONG: {
+      const std::string_view text = text_argument(data_, offset);
+      if (text == "01") return 1;
+      return parse_int_text(text);
+    }
+    default: return 0;
+  }
+}
+
+double Tree::scalar_float(uint32_t offset) const {
+  const char* p = data_.data() + offset;
+  double d = 0;
+  if (static_cast<uint8_t>(*p) == BINFLOAT) {  // big-endian IEEE 754
+    uint64_t bits = 0;
+    for (int i = 1; i <= 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(p[i]);
+    std::memcpy(&d, &bits, sizeof d);
+  } else if (static_cast<uint8_t>(*p) == FLOAT) {
+    const std::string_view text = text_argument(data_, offset);
+    std::from_chars(text.data(), text.data() + text.size(), d);
+  }
+  return d;
+}
+
+std::string_view Tree::scalar_text(uint32_t offset) const {
+  const char* p = data_.data() + offset;
+  switch (static_cast<uint8_t>(*p)) {
+    case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES:
+      return std::string_view(p + 2, static_cast<uint8_t>(p[1]));
+    case BINUNICODE: case BINSTRING: case BINBYTES:
+      return std::string_view(p + 5, detail::load_le(p + 1, 4));
+    case BINUNICODE8: case BINBYTES8: case BYTEARRAY8:
+      return std::string_view(p + 9, detail::load_le(p + 1, 8));
+    default: return {};
+  }
+}
+
+std::optional<Value> Value::get(std::string_view key) const {
+  std::optional<Value> found;
+  for (auto [k, v] : pairs())
+    if (k.is(Kind::str) && k.as_str() == key) found = v;
+  return found;
+}
+
+// The VM stack of references. Only ever shrinks by resize(); push is one compare and one
+// store on the hot path (std::vector::push_back did not inline in the dispatch loop).
+class RefStack {
+ public:
+  size_t size() const { return size_; }
+  uint32_t back() const { return buf_[size_ - 1]; }
+  uint32_t operator[](size_t i) const { return buf_[i]; }
+  const uint32_t* data() const { return buf_.data(); }
+  [[gnu::always_inline]] void push(uint32_t ref) {
+    if (size_ == buf_.size()) grow();
+    buf_[size_++] = ref;
+  }
+  void pop() { --size_; }
+  void resize(size_t n) { size_ = n; }  // n <= size()
+
+ private:
+  [[gnu::noinline]] void grow() { buf_.resize(buf_.size() * 2 + 256); }
+
+  std::vector<uint32_t> buf_;
+  size_t size_ = 0;
+};
+
+// The pickle virtual machine, minus everything that runs code. Python's semantics are kept
+// where they matter for well-formed input: MARK hides the items below it from ordinary opcodes,
+// the memo is a dict keyed by index, STOP returns the top of the stack.
+class Unpickler {
+ public:
+  Unpickler(std::string_view data, const std::string& file, Tree& tree)
+      : data_(data), file_(file), tree_(tree) {}
+
+  void run() {
+    // Scalar references are input offsets below kScalarBit.
+    if (data_.size() >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
+    tree_.data_ = data_;
+    // Snapshot pickles hold one container per 52-72 input bytes and one item per 6.6-9: reserve
+    // for the densest, so the big arrays never move while growing.
+    tree_.containers_.reserve(data_.size() / 48 + 16);
+    tree_.children_.reserve(data_.size() / 6 + 16);
+    memo_.reserve(data_.size() / 32 + 16);
+    for (;;) {
+      if (pos_ >= data_.size()) fail(pos_, "pickle ends without STOP");
+      op_pos_ = pos_;
+      op_ = static_cast<uint8_t>(data_[pos_++]);
+      // The opcodes that make up nearly all of a snapshot pickle, dispatched here so that their
+      // handlers inline into this loop; step() has the rest.
+      switch (op_) {
+        case LONG_BINGET: memo_get(read_le(4)); break;
+        case BINGET: memo_get(read_le(1)); break;
+        case MEMOIZE: memo_put(memo_count_); break;
+        case LONG1: push_long(read_le(1)); break;
+        case BININT1: push_scalar(1); break;
+        case BININT2: push_scalar(2); break;
+        case BININT: push_scalar(4); break;
+        case SHORT_BINUNICODE:
+          push_scalar(read_le(1));
+          take_next_memoize();
+          break;
+        case MARK: marks_.push_back(stack_.size()); break;
+        case EMPTY_DICT:  // in snapshots always followed by MEMOIZE, MARK
+          push(add_container(Kind::dict));
+          if (take_next_memoize() && next_op_is(MARK)) {
+            ++pos_;
+            marks_.push_back(stack_.size());
+          }
+          break;
+        case SETITEMS: extend(Kind::dict, pop_mark()); break;
+        case STOP:
+          require(1);
+          tree_.root_ = stack_.back();
+          return;  // like Python, trailing bytes after STOP are not looked at
+        default: step(); break;
+      }
+    }
+  }
+
+ private:
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(uint64_t at, const std::string& what) const {
+    throw InputError::at_byte(file_, at, what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_here(const std::string& what) const {
+    fail(op_pos_, op_label(op_) + ": " + what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(uint64_t needed) const {
+    fail_here("pickle truncated: needs " + std::to_string(needed) + " more bytes, " +
+              std::to_string(data_.size() - pos_) + " left");
+  }
+
+  // --- input ---
+  [[gnu::always_inline]] const char* take(uint64_t n) {
+    if (n > data_.size() - pos_) fail_truncated(n);
+    const char* p = data_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  [[gnu::always_inline]] uint64_t read_le(unsigned n) { return detail::load_le(take(n), n); }
+  std::string_view read_line() {  // protocol-0 arguments end with '\n'
+    const size_t nl = data_.find('\n', pos_);
+    if (nl == std::string_view::npos) fail_here("pickle truncated: argument has no end of line");
+    std::string_view line = data_.substr(pos_, nl - pos_);
+    pos_ = nl + 1;
+    return line;
+  }
+  int64_t parse_decimal(std::string_view text) {
+    if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range) fail_here("integer does not fit in 64 bits");
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+      fail_here("malformed decimal argument '" + std::string(text.substr(0, 40)) + "'");
+    return v;
+  }
+  // LONG1/LONG4 payload: little-endian two's complement. Encodings longer than 8 bytes are legal
+  // when the extra bytes only extend the sign; anything else does not fit in an int64.
+  [[gnu::always_inline]] void check_long(const char* bytes, uint64_t n) {
+    if (n > 8) check_long_sign_extension(bytes, n);
+  }
+  void check_long_sign_extension(const char* bytes, uint64_t n) {
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes);
+    const bool negative = (p[n - 1] & 0x80) != 0;
+    bool fits = ((p[7] & 0x80) != 0) == negative;
+    for (uint64_t i = 8; i < n && fits; ++i) fits = p[i] == (negative ? 0xff : 0x00);
+    if (!fits) fail_here("integer of " + std::to_string(n) + " bytes does not fit in 64 bits");
+  }
+
+  // Python memoizes nearly every str and container right after pushing it. Taking that MEMOIZE
+  // (and a MARK after a new dict) here saves a dispatch, the costliest part of a cheap opcode.
+  // Neither can fail at this point (the value is on the stack), so error offsets stay exact.
+  [[gnu::always_inline]] bool next_op_is(uint8_t op) const {
+    return pos_ < data_.size() && static_cast<uint8_t>(data_[pos_]) == op;
+  }
+  [[gnu::always_inline]] bool take_next_memoize() {
+    if (!next_op_is(MEMOIZE)) return false;
+    ++pos_;
+    memo_put(memo_count_);
+    return true;
+  }
+
+  // --- stack ---
+  [[gnu::always_inline]] size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
+  [[gnu::always_inline]] void require(size_t n) const {
+    const size_t have = stack_.size() - floor();
+    if (have < n)
+      fail_here("needs " + std::to_string(n) + " stack item(s) above the last MARK, found " +
+                std::to_string(have));
+  }
+  [[gnu::always_inline]] size_t pop_mark() {
+    if (marks_.empty()) fail_here("no MARK to pop");
+    const size_t mark = marks_.back();
+    marks_.pop_back();
+    return mark;
+  }
+  [[gnu::always_inline]] void push(uint32_t ref) { stack_.push(ref); }
+  // A scalar is referenced by its opcode's offset; its `argument_bytes` are checked to be there
+  // (str and bytes: the length read from the opcode's argument).
+  [[gnu::always_inline]] void push_scalar(uint64_t argument_bytes) {
+    take(argument_bytes);
+    push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+  }
+  // LONG1/LONG4 with an n-byte payload.
+  [[gnu::always_inline]] void push_long(uint64_t n) {
+    check_long(take(n), n);
+    push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+  }
+  [[gnu::always_inline]] uint32_t add_container(Kind kind) {
+    tree_.containers_.push_back({kind, Tree::Layout::one_run, 0, 0, 0});
+    return static_cast<uint32_t>(tree_.containers_.size() - 1);
+  }
+
+  // Moves stack[from..] to the end of `container`'s items (see Tree::Container for the layouts).
+  void append_items(uint32_t container, size_t from) {
+    const auto count = static_cast<uint32_t>(stack_.size() - from);
+    if (count == 0) return;
+    Tree::Container& c = tree_.containers_[container];
+    if (c.count == 0 && c.kind == Kind::dict) {
+      fill_shaped(c, from, count);
+    } else {
+      if (c.layout == Tree::Layout::shaped) unshape(c);
+      append_run(c, from, count);
+    }
+    stack_.resize(from);
+  }
+
+  // A dict's first batch: its values go to children_, its keys to a shape it shares with a
+  // recent dict that had the same keys in the same order.
+  void fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
+    const uint32_t pairs = count / 2;
+    auto& keys = tree_.shape_keys_;
+    const Shape* shape = nullptr;
+    for (const Shape& s : recent_shapes_) {
+      if (s.pairs != pairs) continue;
+      uint32_t i = 0;
+      while (i < pairs && keys[s.begin + i] == stack_[from + 2 * i]) ++i;
+      if (i == pairs) {
+        shape = &s;
+        break;
+      }
+    }
+    if (shape == nullptr) {
+      Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
+      slot = {static_cast<uint32_t>(keys.size()), pairs};
+      for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
+      shape = &slot;
+    }
+    auto& children = tree_.children_;
+    c.layout = Tree::Layout::shaped;
+    c.extra = shape->begin;
+    c.begin = static_cast<uint32_t>(children.size());
+    c.count = count;
+    for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
+  }
+
+  // A shaped dict that gets a second batch goes back to interleaved keys and values, copied to
+  // a fresh run (at most once per dict, so memory stays linear in the input).
+  void unshape(Tree::Container& c) {
+    auto& children = tree_.children_;
+    const auto begin = static_cast<uint32_t>(children.size());
+    for (uint32_t i = 0; i < c.count / 2; ++i) {
+      const uint32_t value = children[c.begin + i];
+      children.push_back(tree_.shape_keys_[c.extra + i]);
+      children.push_back(value);
+    }
+    c.layout = Tree::Layout::one_run;
+    c.begin = begin;
+  }
+
+  // Items appended as runs: extends the last run when it ends where children_ ends, else starts
+  // a new one (moving a one_run container to the runs layout).
+  void append_run(Tree::Container& c, size_t from, uint32_t count) {
+    auto& segments = tree_.segments_;
+    auto& children = tree_.children_;
+    const auto end = static_cast<uint32_t>(children.size());
+    if (c.count == 0) {
+      c.begin = end;
+    } else if (c.layout == Tree::Layout::one_run) {
+      if (c.begin + c.count != end) {  // another container's items came in between
+        c.layout = Tree::Layout::runs;
+        c.extra = static_cast<uint32_t>(segments.size());
+        segments.push_back({c.begin, c.count, c.extra + 1});
+        segments.push_back({end, 0, Tree::kNoSegment});
+        c.begin = c.extra + 1;
+      }
+    } else if (segments[c.begin].begin + segments[c.begin].count != end) {
+      const auto next = static_cast<uint32_t>(segments.size());
+      segments[c.begin].next = next;
+      segments.push_back({end, 0, Tree::kNoSegment});  // may move `segments`: index, don't hold
+      c.begin = next;
+    }
+    if (c.layout == Tree::Layout::runs) segments[c.begin].count += count;
+    c.count += count;
+    children.insert(children.end(), stack_.data() + from, stack_.data() + stack_.size());
+  }
+  // A new container holding stack[from..], which it replaces on the stack.
+  void collapse(Kind kind, size_t from) {
+    if (kind == Kind::dict && (stack_.size() - from) % 2 != 0)
+      fail_here("odd number of stack items for a dict");
+    const uint32_t c = add_container(kind);
+    append_items(c, from);
+    push(c);
+  }
+  // APPEND(S), SETITEM(S), ADDITEMS: items from `from` go into the object just below them.
+  void extend(Kind expected, size_t from) {
+    if (from <= floor() || from > stack_.size()) fail_here("no target object on the stack");
+    const uint32_t target = stack_[from - 1];
+    const Kind kind = Value(&tree_, target).kind();
+    if (kind != expected || (target & Tree::kScalarBit))
+      fail_here("target is a " + std::string(kind_name(kind)) + ", expected a " +
+                std::string(kind_name(expected)));
+    if (expected == Kind::dict && (stack_.size() - from) % 2 != 0)
+      fail_here("odd number of stack items for a dict");
+    append_items(target, from);
+  }
+
+  // --- memo ---
+  [[gnu::always_inline]] void memo_put(uint64_t index) {
+    require(1);
+    if (index == memo_.size()) {  // the usual case (MEMOIZE, and PUT from any real pickler)
+      memo_.push_back(stack_.back());
+      ++memo_count_;
+      return;
+    }
+    // Real picklers number memo entries 0, 1, 2...; bounding the index by the input size keeps
+    // a hostile PUT from allocating gigabytes.
+    if (index > data_.size()) fail_here("memo index " + std::to_string(index) + " is out of range");
+    if (index >= memo_.size()) memo_.resize(index + 1, kUnsetMemo);
+    if (memo_[index] == kUnsetMemo) ++memo_count_;
+    memo_[index] = stack_.back();
+  }
+  [[gnu::always_inline]] void memo_get(uint64_t index) {
+    if (index >= memo_.size() || memo_[index] == kUnsetMemo)
+      fail_here("memo index " + std::to_string(index) + " was never stored");
+    push(memo_[index]);
+  }
+
+  [[noreturn]] void refuse_code() {
+    fail(op_pos_, "refusing pickle opcode " + op_label(op_) + ": memreplay never imports or calls code");
+  }
+
+  void step() {
+    switch (op_) {
+      // Structure.
+      case MARK: marks_.push_back(stack_.size()); break;
+      case POP:
+        if (stack_.size() > floor()) stack_.pop();
+        else if (!marks_.empty()) marks_.pop_back();  // Python pops the MARK itself then
+        else fail_here("stack is empty");
+        break;
+      case POP_MARK: stack_.resize(pop_mark()); break;
+      case DUP: require(1); push(stack_.back()); break;
+      case PROTO: {
+        const uint64_t version = read_le(1);
+        if (version > kHighestProtocol) fail_here("unsupported pickle protocol " + std::to_string(version));
+        break;
+      }
+      case FRAME: {  // framing only groups opcodes for buffered reads; check it, then ignore it
+        const uint64_t length = read_le(8);
+        if (length > data_.size() - pos_) fail_truncated(length);
+        break;
+      }
+
+      // Scalars: only checked here, decoded when read (Tree::scalar_*).
+      case NONE: case NEWTRUE: case NEWFALSE: case EMPTY_TUPLE: push_scalar(0); break;
+      case BININT1: push_scalar(1); break;
+      case BININT2: push_scalar(2); break;
+      case BININT: push_scalar(4); break;
+      case BINFLOAT: push_scalar(8); break;
+      case LONG1: push_long(read_le(1)); break;
+      case LONG4: {
+        const auto n = static_cast<int32_t>(read_le(4));
+        if (n < 0) fail_here("negative length");
+        push_long(static_cast<uint64_t>(n));
+        break;
+      }
+      case INT: case LONG: {
+        std::string_view text = read_line();
+        if (op_ == LONG && !text.empty() && text.back() == 'L') text.remove_suffix(1);
+        if (!(op_ == INT && (text == "00" || text == "01"))) parse_decimal(text);  // INT 00/01: bools
+        push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+        break;
+      }
+      case FLOAT: {
+        const std::string_view text = read_line();
+        double d = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+        if (ec != std::errc() || end != text.data() + text.size())
+          fail_here("malformed float '" + std::string(text.substr(0, 40)) + "'");
+        push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+        break;
+      }
+      case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES: push_scalar(read_le(1)); break;
+      case BINUNICODE: case BINBYTES: push_scalar(read_le(4)); break;
+      case BINUNICODE8: case BINBYTES8: case BYTEARRAY8: push_scalar(read_le(8)); break;
+      case BINSTRING: {
+        const auto n = static_cast<int32_t>(read_le(4));
+        if (n < 0) fail_here("negative length");
+        push_scalar(static_cast<uint64_t>(n));
+        break;
+      }
+      case READONLY_BUFFER: require(1); break;  // only marks a buffer read-only
+
+      // Containers.
+      case EMPTY_LIST: push(add_container(Kind::list)); break;
+      case EMPTY_DICT: push(add_container(Kind::dict)); break;
+      case EMPTY_SET: push(add_container(Kind::set)); break;
+      case TUPLE1: require(1); collapse(Kind::tuple, stack_.size() - 1); break;
+      case TUPLE2: require(2); collapse(Kind::tuple, stack_.size() - 2); break;
+      case TUPLE3: require(3); collapse(Kind::tuple, stack_.size() - 3); break;
+      case TUPLE: collapse(Kind::tuple, pop_mark()); break;
+      case LIST: collapse(Kind::list, pop_mark()); break;
+      case DICT: collapse(Kind::dict, pop_mark()); break;
+      case FROZENSET: collapse(Kind::set, pop_mark()); break;
+      case APPEND: require(2); extend(Kind::list, stack_.size() - 1); break;
+      case APPENDS: extend(Kind::list, pop_mark()); break;
+      case SETITEM: require(3); extend(Kind::dict, stack_.size() - 2); break;
+      case SETITEMS: extend(Kind::dict, pop_mark()); break;
+      case ADDITEMS: extend(Kind::set, pop_mark()); break;
+
+      // Memo.
+      case MEMOIZE: memo_put(memo_count_); break;
+      case BINPUT: memo_put(read_le(1)); break;
+      case LONG_BINPUT: memo_put(read_le(4)); break;
+      case PUT: {
+        const int64_t index = parse_decimal(read_line());
+        if (index < 0) fail_here("negative memo index");
+        memo_put(static_cast<uint64_t>(index));
+        break;
+      }
+      case BINGET: memo_get(read_le(1)); break;
+      case LONG_BINGET: memo_get(read_le(4)); break;
+      case GET: {
+        const int64_t index = parse_decimal(read_line());
+        if (index < 0) fail_here("negative memo index");
+        memo_get(static_cast<uint64_t>(index));
+        break;
+      }
+
+      // Everything that imports, calls or looks up objects by reference.
+      case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ:
+      case NEWOBJ: case NEWOBJ_EX: case EXT1: case EXT2: case EXT4: case PERSID:
+      case BINPERSID:
+        refuse_code();
+
+      // Plain data we still do not read.
+      case STRING: case UNICODE:
+        fail(op_pos_, "unsupported pickle opcode " + op_label(op_) +
+                          ": protocol-0 text strings are not read (pickle with protocol 2 or newer)");
+      case NEXT_BUFFER:
+        fail(op_pos_, "unsupported pickle opcode " + op_label(op_) + ": out-of-band buffers are not read");
+      default:
+        fail(op_pos_, "unknown pickle opcode " + op_label(op_));
+    }
+  }
+
+  std::string_view data_;
+  const std::string& file_;
+  Tree& tree_;
+  size_t pos_ = 0;
+  size_t op_pos_ = 0;
+  uint8_t op_ = 0;
+  RefStack stack_;
+  std::vector<size_t> marks_;
+  std::vector<uint32_t> memo_;
+  uint64_t memo_count_ = 0;
+  // Key lists of the last few dicts (see fill_shaped): snapshots interleave a few dict shapes
+  // (trace entries, frames, blocks).
+  struct Shape {
+    uint32_t begin = 0;
+    uint32_t pairs = 0xffffffffu;
+  };
+  std::array<Shape, 4> recent_shapes_{};
+  size_t next_shape_slot_ = 0;
+};
+
+Tree unpickle(std::string_view data, const std::string& file) {
+  Tree tree;
+  Unpickler(data, file, tree).run();
+  return tree;
+}
+
+}  // namespace memreplay::pickle

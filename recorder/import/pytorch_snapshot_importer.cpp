@@ -1,0 +1,594 @@
+#include "recorder/import/pytorch_snapshot_importer.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <unordered_map>
+
+#include "proto/input_error.h"
+#include "recorder/import/allocator_state.h"
+#include "recorder/import/decompress.h"
+#include "recorder/import/empty_cache_inference.h"
+#include "recorder/import/pickle_reader.h"
+#include "recorder/import/pickle_text.h"
+
+namespace memreplay {
+namespace {
+
+using pickle::Kind;
+using pickle::python_text;
+using pickle::Value;
+
+// Far above any real machine; keeps a corrupt device index from sizing vectors by it.
+constexpr uint64_t kMaxDevices = 1024;
+// --- trace entry keys and actions ---
+
+enum class Field : uint8_t { other, action, addr, size, stream, time_us, frames, device_free, user_metadata };
+constexpr size_t kFieldCount = 9;
+
+Field classify_key(Value key) {
+  if (!key.is(Kind::str)) return Field::other;
+  const std::string_view k = key.as_str();
+  if (k == "action") return Field::action;
+  if (k == "addr") return Field::addr;
+  if (k == "size") return Field::size;
+  if (k == "stream") return Field::stream;
+  if (k == "time_us") return Field::time_us;
+  if (k == "frames") return Field::frames;
+  if (k == "device_free") return Field::device_free;
+  if (k == "user_metadata") return Field::user_metadata;
+  return Field::other;
+}
+
+// 0 = not an action we know.
+uint8_t classify_action(Value action) {
+  if (!action.is(Kind::str)) return 0;
+  const std::string_view a = action.as_str();
+  if (a == "user_defined") return static_cast<uint8_t>(EventKind::annotation);  // ≈2.4 markers
+  const auto kind = event_kind_from_name(a);
+  // Only PyTorch's own actions: the rest of our vocabulary never appears in a snapshot.
+  if (!kind || static_cast<uint8_t>(*kind) > static_cast<uint8_t>(EventKind::oom)) return 0;
+  return static_cast<uint8_t>(*kind);
+}
+
+// Snapshot pickles memoize every key and action string, so a few nodes answer millions of
+// lookups: remember each node's classification in a small direct-mapped cache.
+template <typename T>
+class NodeCache {
+ public:
+  explicit NodeCache(T (*classify)(Value)) : classify_(classify) {}
+  T get(Value v) {
+    // Fibonacci hashing: ids are input offsets, whose low bits collide too often.
+    Slot& slot = slots_[(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
+    if (slot.id != v.id()) slot = {v.id(), classify_(v)};
+    return slot.value;
+  }
+
+ private:
+  static constexpr unsigned kSlotBits = 6;
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  struct Slot {
+    uint32_t id = std::numeric_limits<uint32_t>::max();
+    T value{};
+  };
+  std::array<Slot, kSlots> slots_{};
+  T (*classify_)(Value);
+};
+
+// Stream handles as small labels (TraceStep::stream): a trace uses a handful of streams.
+class StreamTable {
+ public:
+  uint32_t label(uint64_t handle) {
+    if (!handles_.empty() && handle == last_handle_) return last_label_;
+    const auto [it, inserted] = labels_.try_emplace(handle, static_cast<uint32_t>(handles_.size()));
+    if (inserted) handles_.push_back(handle);
+    last_handle_ = handle;
+    last_label_ = it->second;
+    return last_label_;
+  }
+  uint64_t handle(uint64_t label) const { return handles_[label]; }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> labels_;
+  std::vector<uint64_t> handles_;
+  uint64_t last_handle_ = 0;
+  uint32_t last_label_ = 0;
+};
+
+class SnapshotImporter {
+ public:
+  // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
+  SnapshotImporter(const pickle::Tree& tree, const std::string& file, uint64_t input_bytes)
+      : tree_(tree), file_(file), budget_(input_bytes / 8 + 4096) {}
+
+  void run(TraceSink& sink) {
+    read_snapshot(tree_.root());
+    std::vector<AllocatorState> initial(devices_.size());
+    bool starts_mid_run = false;
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].steps);
+      starts_mid_run |= !initial[d].empty();
+    }
+    header_.set_starts_mid_run(starts_mid_run);
+
+    sink.begin(header_);
+    stack_ids_.reserve(stacks_.size());
+    for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      const auto& times = devices_[d].times;
+      const uint64_t start = times.empty() ? header_.capture_time_ns() : times.front();
+      for (Event e : preexisting_events(initial[d], static_cast<uint32_t>(d), start)) {
+        e.stream = streams_.handle(e.stream);
+        emit(sink, e);
+      }
+    }
+    std::vector<DeviceCursor> cursors;
+    cursors.reserve(devices_.size());
+    for (size_t d = 0; d < devices_.size(); ++d)
+      cursors.emplace_back(*this, static_cast<uint32_t>(d), infer_empty_cache(initial[d], devices_[d].steps));
+    emit_merged(sink, cursors);
+    sink.finish();
+  }
+
+ private:
+  // A device's trace is kept in columns, one row per device_traces[d] entry: 36 bytes an entry
+  // rather than an Event's 56, which matters for traces of millions of entries.
+  struct Device {
+    std::vector<TraceStep> steps;    // oom: address holds device_free; annotation: its metadata index
+    std::vector<uint64_t> times;     // time_ns
+    std::vector<uint32_t> stacks;    // local stack ids (see stacks_), 0 for none
+    std::vector<Event> annotations;  // external_annotations of this device, by time
+    AllocatorState final_state;      // from `segments`, streams as labels
+  };
+
+  // The Event of device d's trace entry i.
+  Event trace_event(uint32_t d, size_t i) const {
+    const Device& dev = devices_[d];
+    const TraceStep& step = dev.steps[i];
+    Event e;
+    e.kind = step.kind;
+    e.device = d;
+    e.time_ns = dev.times[i];
+    e.stream = streams_.handle(step.stream);
+    e.size = step.size;
+    e.stack = dev.stacks[i];
+    if (step.kind == EventKind::oom || step.kind == EventKind::annotation) e.aux = step.address;
+    else e.address = step.address;
+    return e;
+  }
+
+  // Device d's events in order: its trace, with inferred empty_cache events before their release
+  // runs and annotations after the trace events of the same or an earlier time.
+  class DeviceCursor {
+   public:
+    DeviceCursor(const SnapshotImporter& importer, uint32_t d, std::vector<size_t> empties)
+        : importer_(importer), dev_(importer.devices_[d]), d_(d), empties_(std::move(empties)) {}
+    bool done() const { return next_ == dev_.steps.size() && annotation_ == dev_.annotations.size(); }
+    uint64_t time() const {
+      return annotation_first() ? dev_.annotations[annotation_].time_ns : dev_.times[next_];
+    }
+    Event take() {
+      if (annotation_first()) return dev_.annotations[annotation_++];
+      if (empty_ < empties_.size() && empties_[empty_] == next_) {
+        ++empty_;
+        Event empty;
+        empty.kind = EventKind::empty_cache;
+        empty.device = d_;
+        empty.time_ns = dev_.times[next_];
+        empty.flags = kInferred;
+        return empty;
+      }
+      return importer_.trace_event(d_, next_++);
+    }
+
+   private:
+    bool annotation_first() const {
+      return annotation_ < dev_.annotations.size() &&
+             (next_ == dev_.steps.size() || dev_.annotations[annotation_].time_ns < dev_.times[next_]);
+    }
+    const SnapshotImporter& importer_;
+    const Device& dev_;
+    uint32_t d_;
+    std::vector<size_t> empties_;
+    size_t next_ = 0, annotation_ = 0, empty_ = 0;
+  };
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(file_ + ": " + what); }
+  [[noreturn]] void fail_entry(uint32_t device, uint64_t index, const std::string& what) const {
+    throw InputError::at_event(file_, index, "device " + std::to_string(device) + " trace entry: " + what);
+  }
+
+  // Every entry, segment, block, frame and annotation costs one unit. A real snapshot spends
+  // well over 8 input bytes per item; a pickle that aliases one list many times over (legal, a
+  // few bytes per reference) would otherwise expand into unbounded work and memory.
+  void charge(uint64_t items) {
+    if (items > budget_)
+      fail("the snapshot refers to the same lists over and over (more items than its size can "
+           "hold); refusing to expand it");
+    budget_ -= items;
+  }
+
+  Device& device(uint64_t index, const std::string& where) {
+    if (index >= kMaxDevices) fail(where + ": device index " + std::to_string(index) + " is out of range");
+    if (index >= devices_.size()) devices_.resize(index + 1);
+    return devices_[index];
+  }
+
+  // --- the snapshot dict ---
+
+  void read_snapshot(Value root) {
+    if (!root.is(Kind::dict))
+      fail("not a memory snapshot: the pickle holds a " + std::string(kind_name(root.kind())) +
+           ", expected the dict torch.cuda.memory._snapshot() returns");
+    std::optional<Value> segments, traces, settings, annotations;
+    for (auto [k, v] : root.pairs()) {
+      const std::string_view key = k.as_str();
+      if (key == "segments") segments = v;
+      else if (key == "device_traces") traces = v;
+      else if (key == "allocator_settings") settings = v;
+      else if (key == "external_annotations") annotations = v;
+    }
+    if (!traces || !segments)
+      fail("not a memory snapshot with a trace: no 'device_traces' or 'segments' key "
+           "(record with torch.cuda.memory._record_memory_history(enabled=\"all\"))");
+
+    header_.set_source("pytorch-snapshot");
+    header_.set_source_file(file_);
+    if (!traces->is(Kind::list)) fail("'device_traces' is not a list");
+    if (traces->size() > 0) device(traces->size() - 1, "device_traces");
+    if (!segments->is(Kind::list)) fail("'segments' is not a list");
+    read_segments(*segments);
+    uint32_t d = 0;
+    for (Value trace : traces->items()) read_trace(d++, trace);
+    if (annotations) read_annotations(*annotations);
+    if (settings)
+      for (auto& [key, text] : pickle::flatten_dict(*settings))
+        (*header_.mutable_allocator_settings())[key] = text;
+
+    uint64_t capture = 0;
+    for (const Device& dev : devices_) {
+      if (!dev.times.empty()) capture = std::max(capture, dev.times.back());
+      if (!dev.annotations.empty()) capture = std::max(capture, dev.annotations.back().time_ns);
+    }
+    header_.set_capture_time_ns(capture);
+    for (size_t i = 0; i < devices_.size(); ++i) header_.add_devices()->set_index(static_cast<uint32_t>(i));
+  }
+
+  // --- field access with errors that say where ---
+
+  static const char* field_name(Field f) {
+    switch (f) {
+      case Field::action: return "action";
+      case Field::addr: return "addr";
+      case Field::size: return "size";
+      case Field::stream: return "stream";
+      case Field::time_us: return "time_us";
+      case Field::frames: return "frames";
+      case Field::device_free: return "device_free";
+      case Field::user_metadata: return "user_metadata";
+      case Field::other: break;
+    }
+    return "?";
+  }
+  template <typename Fail>
+  static int64_t integer(Value v, std::string_view name, Fail&& fail) {
+    const std::optional<int64_t> n = v.int_value();
+    if (!n)
+      fail("'" + std::string(name) + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+    return *n;
+  }
+  template <typename Fail>
+  static uint64_t non_negative(Value v, std::string_view name, Fail&& fail) {
+    const int64_t n = integer(v, name, fail);
+    if (n < 0) fail("'" + std::string(name) + "' is negative (" + std::to_string(n) + ")");
+    return static_cast<uint64_t>(n);
+  }
+  template <typename Fail>
+  static uint64_t time_ns(Value v, Fail&& fail) {
+    const uint64_t us = non_negative(v, "time_us", fail);
+    if (us > std::numeric_limits<uint64_t>::max() / 1000) fail("'time_us' is out of range");
+    return us * 1000;
+  }
+
+  // --- segments: the state after the last trace entry ---
+
+  void read_segments(Value segments) {
+    uint64_t index = 0;
+    for (Value seg : segments.items()) {
+      const std::string where = "segments[" + std::to_string(index++) + "]";
+      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      if (!seg.is(Kind::dict)) bad("not a dict");
+      auto need = [&](Value dict, const char* key, const std::string& at) {
+        auto v = dict.get(key);
+        if (!v) fail(at + ": missing key '" + key + "'");
+        return *v;
+      };
+      SegmentState s;
+      s.address = non_negative(need(seg, "address", where), "address", bad);
+      s.size = non_negative(need(seg, "total_size", where), "total_size", bad);
+      s.stream = streams_.label(static_cast<uint64_t>(integer(need(seg, "stream", where), "stream", bad)));
+      const auto expandable = seg.get("is_expandable");
+      s.expandable = expandable && expandable->is(Kind::boolean) && expandable->as_bool();
+      const uint64_t dev = non_negative(need(seg, "device", where), "device", bad);
+      AllocatorState& state = device(dev, where).final_state;
+      state.segments.push_back(s);
+
+      const Value blocks = need(seg, "blocks", where);
+      if (!blocks.is(Kind::list)) bad("'blocks' is not a list");
+      charge(1 + blocks.size());
+      uint64_t block_index = 0, offset = s.address;
+      for (Value block : blocks.items()) {
+        const std::string at = where + ".blocks[" + std::to_string(block_index++) + "]";
+        auto bad_block = [&](const std::string& what) { fail(at + ": " + what); };
+        if (!block.is(Kind::dict)) bad_block("not a dict");
+        BlockState b;
+        // Old snapshots have no block address: blocks tile the segment in order.
+        const auto address = block.get("address");
+        b.address = address ? non_negative(*address, "address", bad_block) : offset;
+        b.size = non_negative(need(block, "size", at), "size", bad_block);
+        offset = b.address + b.size;
+        const auto requested = block.get("requested_size");
+        b.requested = requested ? non_negative(*requested, "requested_size", bad_block) : b.size;
+        b.stream = s.stream;
+        const Value state_value = need(block, "state", at);
+        const std::string_view block_state = state_value.as_str();
+        if (!state_value.is(Kind::str)) bad_block("'state' is not a str");
+        if (block_state == "inactive") continue;
+        if (block_state == "active_pending_free" || block_state == "active_awaiting_free")
+          b.pending_free = true;
+        else if (block_state != "active_allocated")
+          bad_block("unknown block state '" + std::string(block_state) + "'");
+        state.blocks.push_back(b);
+      }
+    }
+    for (Device& dev : devices_) {
+      auto by_address = [](const auto& a, const auto& b) { return a.address < b.address; };
+      std::sort(dev.final_state.segments.begin(), dev.final_state.segments.end(), by_address);
+      std::sort(dev.final_state.blocks.begin(), dev.final_state.blocks.end(), by_address);
+    }
+  }
+
+  // --- device_traces[d] ---
+
+  void read_trace(uint32_t d, Value list) {
+    if (!list.is(Kind::list)) fail("device_traces[" + std::to_string(d) + "] is not a list");
+    charge(list.size());
+    Device& dev = devices_[d];
+    dev.steps.reserve(dev.steps.size() + list.size());
+    dev.times.reserve(dev.times.size() + list.size());
+    dev.stacks.reserve(dev.stacks.size() + list.size());
+    uint64_t index = 0;
+    list.for_each_item([&](Value entry) { read_entry(d, index++, entry, dev); });
+  }
+
+  // The fields of one trace entry, found in one pass over its pairs.
+  struct EntryFields {
+    std::array<uint32_t, kFieldCount> ref;  // value ids by Field, valid where `seen` says
+    uint32_t seen = 0;
+    bool has(Field f) const { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; }
+  };
+
+  // Errors of read_entry, built out of line so that the hot path is only tests.
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_field(uint32_t d, uint64_t index, Field f,
+                                                       const EntryFields& e) const {
+    const std::string name = field_name(f);
+    if (!e.has(f)) fail_entry(d, index, "missing key '" + name + "'");
+    const Value v(&tree_, e.ref[static_cast<size_t>(f)]);
+    if (const auto n = v.int_value()) fail_entry(d, index, "'" + name + "' is out of range (" + std::to_string(*n) + ")");
+    fail_entry(d, index, "'" + name + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_action(uint32_t d, uint64_t index, Value action) const {
+    if (!action.is(Kind::str)) fail_entry(d, index, "'action' is not a str");
+    fail_entry(d, index, "unknown action '" + std::string(action.as_str().substr(0, 64)) + "'");
+  }
+
+  // An int field in [0, max]; anything else is an error naming the field.
+  [[gnu::always_inline]] uint64_t field_number(const EntryFields& fields, Field f, uint64_t max, uint32_t d,
+                                               uint64_t index) const {
+    if (!fields.has(f)) bad_field(d, index, f, fields);
+    const std::optional<int64_t> n = Value(&tree_, fields.ref[static_cast<size_t>(f)]).int_value();
+    if (!n || *n < 0 || static_cast<uint64_t>(*n) > max) bad_field(d, index, f, fields);
+    return static_cast<uint64_t>(*n);
+  }
+
+  void read_entry(uint32_t d, uint64_t index, Value entry, Device& out) {
+    if (!entry.is(Kind::dict))
+      fail_entry(d, index, "is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
+    EntryFields fields;
+    const uint32_t shape = entry.shape_id();
+    if (shape != 0 && shape == shape_.id) {  // same keys as the last entry: fields by position
+      const Field* field = shape_.fields.data();
+      entry.for_each_pair([&](Value, Value v) { fields.ref[static_cast<size_t>(*field++)] = v.id(); });
+      fields.seen = shape_.seen;
+    } else {
+      shape_.id = shape;
+      shape_.fields.clear();
+      entry.for_each_pair([&](Value k, Value v) {
+        const Field f = keys_.get(k);
+        fields.ref[static_cast<size_t>(f)] = v.id();
+        fields.seen |= 1u << static_cast<unsigned>(f);
+        shape_.fields.push_back(f);
+      });
+      shape_.seen = fields.seen;
+    }
+    auto value = [&](Field f) { return Value(&tree_, fields.ref[static_cast<size_t>(f)]); };
+    auto number = [&](Field f, uint64_t max = INT64_MAX) { return field_number(fields, f, max, d, index); };
+
+    if (!fields.has(Field::action)) bad_field(d, index, Field::action, fields);
+    const uint8_t kind = actions_.get(value(Field::action));
+    if (kind == 0) bad_action(d, index, value(Field::action));
+    TraceStep step;
+    step.kind = static_cast<EventKind>(kind);
+    uint64_t time_ns = 0;
+    // time_us: absent before PyTorch ≈2.1, then 0. ×1000 must fit in 64 bits.
+    if (fields.has(Field::time_us)) time_ns = number(Field::time_us, UINT64_MAX / 1000) * 1000;
+    if (fields.has(Field::stream)) {  // a cudaStream_t as a Python int: keep its bits as they are
+      const std::optional<int64_t> stream = value(Field::stream).int_value();
+      if (!stream) bad_field(d, index, Field::stream, fields);
+      step.stream = streams_.label(static_cast<uint64_t>(*stream));
+    } else {
+      step.stream = streams_.label(0);
+    }
+    switch (step.kind) {
+      case EventKind::oom:  // no address; the free bytes CUDA reported instead
+        step.size = number(Field::size);
+        step.address = number(Field::device_free);
+        break;
+      case EventKind::snapshot:
+        step.size = fields.has(Field::size) ? number(Field::size) : 0;
+        break;
+      case EventKind::annotation: {  // user_defined: its payload is user_metadata
+        KeyValues kv;
+        if (fields.has(Field::user_metadata))
+          kv.emplace_back("user_metadata", python_text(value(Field::user_metadata)));
+        step.address = annotation_texts_.size();
+        annotation_texts_.push_back(std::move(kv));
+        break;
+      }
+      default:
+        step.address = number(Field::addr);
+        step.size = number(Field::size);
+        if (!fields.has(Field::stream)) bad_field(d, index, Field::stream, fields);
+        break;
+    }
+    uint32_t stack = 0;
+    if (fields.has(Field::frames)) {
+      auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
+      stack = local_stack(value(Field::frames), bad);
+    }
+    out.steps.push_back(step);
+    out.times.push_back(time_ns);
+    out.stacks.push_back(stack);
+  }
+
+  // The 1-based index in stacks_ of a frames list (0 for none), shared by aliased lists.
+  template <typename Fail>
+  uint32_t local_stack(Value frames, Fail&& bad) {
+    if (!frames.is(Kind::list)) bad("'frames' is not a list");
+    if (frames.size() == 0) return 0;
+    if (auto it = stack_of_list_.find(frames.id()); it != stack_of_list_.end()) return it->second;
+    charge(frames.size());
+    std::vector<FrameText> stack;
+    stack.reserve(frames.size());
+    for (Value frame : frames.items()) {
+      if (!frame.is(Kind::dict)) bad("a frame is not a dict");
+      FrameText f;
+      bool has_filename = false, has_line = false, has_name = false;
+      for (auto [k, v] : frame.pairs()) {
+        const std::string_view key = k.as_str();
+        if (key == "filename" && v.is(Kind::str)) f.filename = v.as_str(), has_filename = true;
+        else if (key == "name" && v.is(Kind::str)) f.name = v.as_str(), has_name = true;
+        else if (key == "line" && v.is(Kind::integer)) {
+          f.line = static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, UINT32_MAX));
+          has_line = true;
+        }
+      }
+      if (!has_filename || !has_line || !has_name)
+        bad("a frame lacks a str 'filename', an int 'line' or a str 'name'");
+      stack.push_back(std::move(f));
+    }
+    stacks_.push_back(std::move(stack));
+    const auto id = static_cast<uint32_t>(stacks_.size());
+    stack_of_list_.emplace(frames.id(), id);
+    return id;
+  }
+
+  // --- external_annotations ---
+
+  void read_annotations(Value list) {
+    if (!list.is(Kind::list)) fail("'external_annotations' is not a list");
+    charge(list.size());
+    uint64_t index = 0;
+    for (Value a : list.items()) {
+      const std::string where = "external_annotations[" + std::to_string(index++) + "]";
+      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      if (!a.is(Kind::dict)) bad("not a dict");
+      Event e;
+      e.kind = EventKind::annotation;
+      KeyValues kv;
+      bool has_device = false, has_time = false;
+      for (auto [k, v] : a.pairs()) {
+        const std::string key = python_text(k);
+        if (key == "device") {
+          e.device = static_cast<uint32_t>(std::min<uint64_t>(non_negative(v, key, bad), kMaxDevices));
+          has_device = true;
+        } else if (key == "time_us") {
+          e.time_ns = time_ns(v, bad);
+          has_time = true;
+        } else {
+          kv.emplace_back(key, python_text(v));
+        }
+      }
+      if (!has_device || !has_time) bad("missing key 'device' or 'time_us'");
+      e.aux = annotation_texts_.size();
+      annotation_texts_.push_back(std::move(kv));
+      device(e.device, where).annotations.push_back(e);
+    }
+    for (Device& dev : devices_)
+      std::stable_sort(dev.annotations.begin(), dev.annotations.end(),
+                       [](const Event& x, const Event& y) { return x.time_ns < y.time_ns; });
+  }
+
+  // --- output ---
+
+  // Merges the devices' events by time, stably: on equal times the lower device goes first.
+  void emit_merged(TraceSink& sink, std::vector<DeviceCursor>& cursors) {
+    if (cursors.size() == 1) {
+      while (!cursors[0].done()) emit(sink, cursors[0].take());
+      return;
+    }
+    for (;;) {
+      DeviceCursor* best = nullptr;
+      for (DeviceCursor& c : cursors)
+        if (!c.done() && (best == nullptr || c.time() < best->time())) best = &c;
+      if (best == nullptr) return;
+      emit(sink, best->take());
+    }
+  }
+
+  void emit(TraceSink& sink, Event e) {
+    if (e.stack != 0) e.stack = stack_ids_[e.stack - 1];
+    if (e.kind == EventKind::annotation) {
+      const KeyValues& kv = annotation_texts_[e.aux];
+      e.aux = annotations_emitted_++;
+      sink.append_annotation(e, kv);
+    } else {
+      sink.append(e);
+    }
+  }
+
+  const pickle::Tree& tree_;
+  const std::string& file_;
+  proto::TraceHeader header_;
+  std::vector<Device> devices_;
+  std::vector<KeyValues> annotation_texts_;        // annotation events' aux indexes this
+  std::vector<std::vector<FrameText>> stacks_;     // local stack k is stacks_[k - 1]
+  std::vector<uint32_t> stack_ids_;                // local stack k is sink stack stack_ids_[k - 1]
+  std::unordered_map<uint32_t, uint32_t> stack_of_list_;
+  NodeCache<Field> keys_{classify_key};
+  // The Field of each key position of the last entry's dict shape (see Value::shape_id).
+  struct {
+    uint32_t id = 0;
+    std::vector<Field> fields;
+    uint32_t seen = 0;
+  } shape_;
+  NodeCache<uint8_t> actions_{classify_action};
+  uint64_t annotations_emitted_ = 0;
+  uint64_t budget_;
+  StreamTable streams_;
+};
+
+}  // namespace
+
+void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
+                                    TraceSink& sink) {
+  const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file);
+  SnapshotImporter(tree, source_file, pickle_bytes.size()).run(sink);
+}
+
+void import_pytorch_snapshot(const std::string& path, TraceSink& sink) {
+  const std::string bytes = read_decompressed(path);
+  import_pytorch_snapshot_pickle(bytes, path, sink);
+}
+
+}  // namespace memreplay

@@ -1,0 +1,1 @@
+#include "recorder/import/trace_sink.h"

@@ -1,1 +1,0 @@
-#include "recorder/trace_sink.h"

@@ -1,0 +1,419 @@
+#include "replayer/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "proto/input_error.h"
+#include "replayer/cuda/cuda_driver_api.h"
+#include "replayer/cuda/cuda_try.h"
+#include "replayer/device_registry.h"
+
+namespace memreplay {
+namespace {
+
+uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
+
+// Adds the wall time of its scope to a counter: wraps each driver call (not our bookkeeping).
+class CallTimer {
+ public:
+  explicit CallTimer(uint64_t& total_ns) : total_ns_(total_ns), start_(std::chrono::steady_clock::now()) {}
+  ~CallTimer() {
+    total_ns_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+  }
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+ private:
+  uint64_t& total_ns_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
+uint64_t as_address(const void* pointer) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer)); }
+
+}  // namespace
+
+std::optional<std::string> CudaDevice::unavailable_reason(int index) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no CUDA device is visible (cudaGetDeviceCount: ") + cudaGetErrorName(error) + ")";
+  }
+  if (count == 0) return "no CUDA device is visible (cudaGetDeviceCount: 0 devices)";
+  if (index >= count)
+    return "there is no CUDA device " + std::to_string(index) + " (" + std::to_string(count) + " visible)";
+  try {
+    const DriverApi& driver = DriverApi::get();
+    CUdevice device{};
+    CU_TRY(driver.cuDeviceGet(&device, index));
+    int vmm = 0;
+    CU_TRY(driver.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
+    if (vmm == 0)
+      return "CUDA device " + std::to_string(index) +
+             " does not support virtual memory management (cuMemCreate/cuMemMap)";
+  } catch (const CudaError& e) {
+    return std::string("the CUDA driver cannot be used: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+CudaDevice::CudaDevice(Options options) : options_(options), driver_(DriverApi::get()) {
+  CUDA_TRY(cudaSetDevice(options_.index));
+  CUDA_TRY(cudaFree(nullptr));  // create the context now, not inside the first timed call
+  cudaDeviceProp properties{};
+  CUDA_TRY(cudaGetDeviceProperties(&properties, options_.index));
+  name_ = properties.name;
+  total_memory_ = properties.totalGlobalMem;
+  page_prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  page_prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  page_prop_.location.id = options_.index;
+  size_t granularity = 0;
+  // The minimum (2 MiB on current GPUs): what cuMemCreate sizes must be multiples of, and what
+  // SimDevice models, so that both devices take the same pages.
+  CU_TRY(driver_.cuMemGetAllocationGranularity(&granularity, &page_prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  granularity_ = granularity;
+}
+
+CudaDevice::~CudaDevice() { release_everything(); }
+
+uint64_t CudaDevice::limit() const {
+  return options_.capacity ? std::min(*options_.capacity, total_memory_) : total_memory_;
+}
+
+void CudaDevice::add_reserved(uint64_t bytes) {
+  counters_.reserved_bytes += bytes;
+  counters_.reserved_peak = std::max(counters_.reserved_peak, counters_.reserved_bytes);
+}
+
+std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
+  if (bytes == 0 || !has_room_for(bytes)) {
+    ++counters_.failed_calls;
+    return std::nullopt;
+  }
+  void* pointer = nullptr;
+  bool ok = false;
+  {
+    CallTimer timer(counters_.device_call_ns);
+    ok = CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes));
+  }
+  if (!ok) {
+    ++counters_.failed_calls;
+    return std::nullopt;
+  }
+  const uint64_t address = as_address(pointer);
+  malloced_.emplace(address, bytes);
+  ++counters_.malloc_calls;
+  add_reserved(bytes);
+  return address;
+}
+
+void CudaDevice::free(uint64_t address) {
+  const auto it = malloced_.find(address);
+  if (it == malloced_.end()) throw std::logic_error("CudaDevice::free of an address it never handed out");
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaFree(as_pointer(address)));
+  }
+  counters_.reserved_bytes -= it->second;
+  malloced_.erase(it);
+  ++counters_.free_calls;
+}
+
+std::optional<uint64_t> CudaDevice::reserve_address(uint64_t bytes) {
+  const uint64_t size = round_up(bytes, granularity_);
+  CUdeviceptr address = 0;
+  bool ok = false;
+  {
+    CallTimer timer(counters_.device_call_ns);
+    ok = CU_TRY_ALLOC(driver_.cuMemAddressReserve(&address, size, 0, 0, 0));
+  }
+  if (!ok) return std::nullopt;  // out of address space
+  reservations_.emplace(address, size);
+  ++counters_.reserve_calls;
+  return address;
+}
+
+void CudaDevice::release_address(uint64_t address, uint64_t) {
+  const auto it = reservations_.find(address);
+  if (it == reservations_.end()) throw std::logic_error("CudaDevice::release_address of an address it never reserved");
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CU_TRY(driver_.cuMemAddressFree(address, it->second));
+  }
+  reservations_.erase(it);
+  ++counters_.release_calls;
+}
+
+bool CudaDevice::map(uint64_t address, uint64_t bytes) {
+  if (address % granularity_ != 0 || bytes % granularity_ != 0 || bytes == 0)
+    throw std::logic_error("CudaDevice::map of a range that is not whole pages");
+  if (!has_room_for(bytes)) {
+    ++counters_.failed_calls;
+    return false;
+  }
+  CallTimer timer(counters_.device_call_ns);
+  // One physical allocation per page, so that unmap can give back any whole pages later.
+  for (uint64_t page = address; page < address + bytes; page += granularity_) {
+    CUmemGenericAllocationHandle handle{};
+    bool ok = CU_TRY_ALLOC(driver_.cuMemCreate(&handle, granularity_, &page_prop_, 0));
+    if (ok) {
+      ok = CU_TRY_ALLOC(driver_.cuMemMap(page, granularity_, 0, handle, 0));
+      if (!ok) CU_TRY(driver_.cuMemRelease(handle));
+    }
+    if (!ok) {  // out of memory: undo this call's pages, nothing stays mapped
+      for (uint64_t done = address; done < page; done += granularity_) {
+        unmap_page(done, pages_.at(done));
+        pages_.erase(done);
+      }
+      ++counters_.failed_calls;
+      return false;
+    }
+    pages_.emplace(page, handle);
+  }
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = options_.index;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU_TRY(driver_.cuMemSetAccess(address, bytes, &access, 1));
+  ++counters_.map_calls;
+  add_reserved(bytes);
+  return true;
+}
+
+void CudaDevice::unmap(uint64_t address, uint64_t bytes) {
+  CallTimer timer(counters_.device_call_ns);
+  for (uint64_t page = address; page < address + bytes; page += granularity_) {
+    const auto it = pages_.find(page);
+    if (it == pages_.end()) throw std::logic_error("CudaDevice::unmap of a page that is not mapped");
+    unmap_page(page, it->second);
+    pages_.erase(it);
+  }
+  counters_.reserved_bytes -= bytes;
+  ++counters_.unmap_calls;
+}
+
+void CudaDevice::unmap_page(uint64_t address, CUmemGenericAllocationHandle handle) {
+  CU_TRY(driver_.cuMemUnmap(address, granularity_));
+  CU_TRY(driver_.cuMemRelease(handle));
+}
+
+uint64_t CudaDevice::free_memory() const {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  }
+  const uint64_t room = limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0;
+  return std::min<uint64_t>(free_bytes, room);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> CudaDevice::backed_ranges() const {
+  // cudaMalloc'd ranges and mapped pages (adjacent pages merged). The pool's physical layout is
+  // the driver's secret, so its memory is not listed.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [page, handle] : pages_) {  // in address order
+    if (!ranges.empty() && ranges.back().second == page)
+      ranges.back().second = page + granularity_;
+    else
+      ranges.emplace_back(page, page + granularity_);
+  }
+  for (const auto& [address, bytes] : malloced_) ranges.emplace_back(address, address + bytes);
+  std::sort(ranges.begin(), ranges.end());
+  return ranges;
+}
+
+bool CudaDevice::configure_pool(const PoolConfig& config) {
+  int supported = 0;
+  CUDA_TRY(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, options_.index));
+  if (supported == 0) return false;
+  if (pool_ == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = options_.index;
+    // Under a cap the pool may hold at most the room left, in whole pages (0 would mean "no limit").
+    if (options_.capacity) {
+      const uint64_t room = limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0;
+      props.maxSize = std::max(granularity_, room / granularity_ * granularity_);
+    }
+    CUDA_TRY(cudaMemPoolCreate(&pool_, &props));
+  }
+  cuuint64_t threshold = config.release_threshold;
+  int follow = config.reuse_follow_event_dependencies ? 1 : 0;
+  int opportunistic = config.reuse_allow_opportunistic ? 1 : 0;
+  int internal = config.reuse_allow_internal_dependencies ? 1 : 0;
+  CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold));
+  CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseFollowEventDependencies, &follow));
+  CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowOpportunistic, &opportunistic));
+  CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &internal));
+  return true;
+}
+
+std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId stream) {
+  if (pool_ == nullptr) throw std::logic_error("CudaDevice::pool_malloc_async before configure_pool");
+  // The pool holds at least what is in use: past the room left it could only fail.
+  const uint64_t others = counters_.reserved_bytes - counters_.pool_reserved_bytes;
+  const uint64_t room = limit() > others ? limit() - others : 0;
+  if (counters_.pool_used_bytes + bytes > room) {
+    ++counters_.failed_calls;
+    return std::nullopt;
+  }
+  const cudaStream_t real_stream = stream_for(stream);
+  void* pointer = nullptr;
+  bool ok = false;
+  {
+    CallTimer timer(counters_.device_call_ns);
+    ok = CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
+  }
+  if (!ok) {
+    ++counters_.failed_calls;
+    return std::nullopt;
+  }
+  const uint64_t address = as_address(pointer);
+  pool_live_.emplace(address, bytes);
+  ++counters_.pool_malloc_calls;
+  counters_.pool_used_bytes += bytes;
+  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
+  refresh_pool_reserved();
+  return address;
+}
+
+void CudaDevice::pool_free_async(uint64_t address, StreamId stream) {
+  const auto it = pool_live_.find(address);
+  if (it == pool_live_.end()) throw std::logic_error("CudaDevice::pool_free_async of an address it never handed out");
+  const cudaStream_t real_stream = stream_for(stream);
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaFreeAsync(as_pointer(address), real_stream));
+  }
+  counters_.pool_used_bytes -= it->second;
+  pool_live_.erase(it);
+  ++counters_.pool_free_calls;
+}
+
+void CudaDevice::pool_trim(uint64_t keep_bytes) {
+  if (pool_ == nullptr) return;
+  synchronize();
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaMemPoolTrimTo(pool_, keep_bytes));
+  }
+  ++counters_.pool_trim_calls;
+  refresh_pool_reserved();
+}
+
+void CudaDevice::synchronize() {
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaDeviceSynchronize());
+  }
+  if (pool_ != nullptr) refresh_pool_reserved();  // the pool may release above its threshold
+}
+
+void CudaDevice::refresh_pool_reserved() {
+  cuuint64_t reserved = 0;
+  {
+    CallTimer timer(counters_.device_call_ns);
+    CUDA_TRY(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  }
+  if (reserved > counters_.pool_reserved_bytes) {
+    ++counters_.pool_grow_calls;
+    add_reserved(reserved - counters_.pool_reserved_bytes);
+  } else {
+    counters_.reserved_bytes -= counters_.pool_reserved_bytes - reserved;
+  }
+  counters_.pool_reserved_bytes = reserved;
+  counters_.pool_reserved_peak = std::max<uint64_t>(counters_.pool_reserved_peak, reserved);
+}
+
+void CudaDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+  const cudaStream_t real_stream = stream_for(stream);
+  CallTimer timer(counters_.device_call_ns);
+  if (is_wait) {
+    const auto it = events_.find(event_id);
+    if (it != events_.end()) CUDA_TRY(cudaStreamWaitEvent(real_stream, it->second, 0));
+    return;  // an event never recorded in the trace orders nothing
+  }
+  auto [it, inserted] = events_.try_emplace(event_id, nullptr);
+  if (inserted) {
+    try {
+      CUDA_TRY(cudaEventCreateWithFlags(&it->second, cudaEventDisableTiming));
+    } catch (...) {
+      events_.erase(it);
+      throw;
+    }
+  }
+  CUDA_TRY(cudaEventRecord(it->second, real_stream));
+}
+
+cudaStream_t CudaDevice::stream_for(StreamId stream) {
+  if (stream == 0) return cudaStreamLegacy;
+  auto [it, inserted] = streams_.try_emplace(stream, nullptr);
+  if (inserted) {
+    // Non-blocking, as PyTorch's side streams: no implicit ordering with the legacy stream.
+    try {
+      CUDA_TRY(cudaStreamCreateWithFlags(&it->second, cudaStreamNonBlocking));
+    } catch (...) {
+      streams_.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+CudaDevice::PoolAttributes CudaDevice::pool_attributes() const {
+  PoolAttributes attributes;
+  if (pool_ == nullptr) return attributes;
+  const auto read = [this](cudaMemPoolAttr attribute) {
+    cuuint64_t value = 0;
+    CUDA_TRY(cudaMemPoolGetAttribute(pool_, attribute, &value));
+    return static_cast<uint64_t>(value);
+  };
+  attributes.reserved_current = read(cudaMemPoolAttrReservedMemCurrent);
+  attributes.reserved_high = read(cudaMemPoolAttrReservedMemHigh);
+  attributes.used_current = read(cudaMemPoolAttrUsedMemCurrent);
+  attributes.used_high = read(cudaMemPoolAttrUsedMemHigh);
+  return attributes;
+}
+
+void CudaDevice::release_everything() noexcept {
+  // Best effort, errors ignored: a destructor must not throw, and a failed call here cannot be
+  // handled any better than by going on with the rest.
+  (void)cudaSetDevice(options_.index);
+  (void)cudaDeviceSynchronize();
+  for (const auto& [address, bytes] : pool_live_) (void)cudaFreeAsync(as_pointer(address), cudaStreamLegacy);
+  if (pool_ != nullptr) {
+    (void)cudaDeviceSynchronize();
+    (void)cudaMemPoolDestroy(pool_);  // gives its reserved memory back
+  }
+  for (const auto& [page, handle] : pages_) {
+    (void)driver_.cuMemUnmap(page, granularity_);
+    (void)driver_.cuMemRelease(handle);
+  }
+  for (const auto& [address, bytes] : reservations_) (void)driver_.cuMemAddressFree(address, bytes);
+  for (const auto& [address, bytes] : malloced_) (void)cudaFree(as_pointer(address));
+  for (const auto& [id, event] : events_) (void)cudaEventDestroy(event);
+  for (const auto& [id, stream] : streams_) (void)cudaStreamDestroy(stream);
+  (void)cudaDeviceSynchronize();
+  (void)cudaGetLastError();
+}
+
+MEMREPLAY_REGISTER_DEVICE(cuda, "cuda", "a real NVIDIA GPU through CUDA: cudaMalloc, cuMem* pages, cudaMallocAsync pools",
+                          [](const DeviceRequest& request) -> std::unique_ptr<Device> {
+                            const std::string spec = "--device cuda:" + std::to_string(request.index) + ": ";
+                            if (const auto reason = CudaDevice::unavailable_reason(request.index))
+                              throw InputError(spec + *reason);
+                            try {
+                              return std::make_unique<CudaDevice>(
+                                  CudaDevice::Options{request.index, request.capacity});
+                            } catch (const CudaError& e) {
+                              throw InputError(spec + "the GPU cannot be used: " + e.what());
+                            }
+                          });
+
+}  // namespace memreplay
