@@ -5,7 +5,7 @@
 // Handlers are installed when the first client registers: atexit, and sigaction for SIGSEGV,
 // SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP and SIGQUIT unless the signal is
 // ignored. A program that installs its own handler later replaces ours for that signal; the
-// periodic flush still bounds what a crash loses. (fork() is live_recorder.cpp's business.)
+// periodic flush still bounds what a crash loses. (Thread exit and fork() are process_hooks.h's.)
 #pragma once
 
 namespace memreplay::detail {

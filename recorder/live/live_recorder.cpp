@@ -1,121 +1,68 @@
+// The recording core behind LiveRecorder (live_recorder.h says what it promises): the hot path,
+// flush/close, and the writer thread's loop, which drains the rings, puts their records in
+// sequence order (trace_order.h), resolves stacks (stack_resolution.h), fills free sizes
+// (free_sizes.h) and writes through LiveTraceWriter. Thread exit and fork() reach it through
+// process_hooks.h, exit() and fatal signals through exit_flush.h.
 #include "recorder/live/live_recorder.h"
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <map>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 
 #include "recorder/live/exit_flush.h"
+#include "recorder/live/free_sizes.h"
+#include "recorder/live/process_hooks.h"
+#include "recorder/live/stack_resolution.h"
 #include "recorder/live/thread_ring.h"
+#include "recorder/live/thread_state.h"
 #include "recorder/live/tick_clock.h"
+#include "recorder/live/trace_order.h"
 
 namespace memreplay {
 namespace {
 
 using detail::LiveRecord;
 using detail::ThreadRing;
+using detail::t_thread;
 using Clock = std::chrono::steady_clock;
 
-// A gap in the sequence (a number taken, its event not yet published) normally closes within
-// microseconds; one that stays open this long belongs to a thread that will never publish it
-// (killed mid-record), and the writer moves past it.
-constexpr auto kGapTimeout = std::chrono::milliseconds(200);
 // How long a fatal-signal handler waits for the writer before letting the process die.
 constexpr int kSignalFlushWaitMs = 2000;
 
-// --- per-thread identity and ring cache ---
-
-struct RingCacheEntry {
-  uint64_t recorder = 0;
-  ThreadRing* ring = nullptr;
-};
-constexpr size_t kRingCacheSize = 4;
-
-// Everything per thread in one object: record() computes one thread-local address (in a
-// dlopen'ed library each costs a __tls_get_addr call) and reads one cache line. Trivially
-// destructible: usable until the very end.
-struct alignas(64) ThreadState {
-  RingCacheEntry rings[kRingCacheSize];
-  uint32_t next_cache_entry = 0;
-  uint32_t tid = 0;                 // Linux thread id
-  uint64_t key = 0;                 // unique per thread of this process, never reused
-  const void* writer_of = nullptr;  // set on a writer thread: its recorder
-};
-thread_local ThreadState t_thread;
-
 std::atomic<uint64_t> g_next_recorder_id{1};
-std::atomic<uint64_t> g_next_thread_key{1};
-
-uint64_t this_thread_key() {
-  if (t_thread.key == 0) t_thread.key = g_next_thread_key.fetch_add(1, std::memory_order_relaxed);
-  return t_thread.key;
-}
-
-uint32_t this_tid() {
-  if (t_thread.tid == 0) t_thread.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  return t_thread.tid;
-}
-
-// --- the recorders alive in this process, for thread-exit notices and fork() ---
-
-std::mutex g_live_mutex;
-std::vector<LiveRecorder::Impl*> g_live;
-pthread_key_t g_thread_exit_key;
-
-void on_thread_exit(void*);
-
-void on_fork_prepare() { g_live_mutex.lock(); }
-void on_fork_parent() { g_live_mutex.unlock(); }
-void on_fork_child();
-
-void init_process_hooks() {
-  pthread_key_create(&g_thread_exit_key, on_thread_exit);
-  // g_live_mutex is held across fork(), so the child finds the list whole.
-  pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
-}
-
-void ensure_process_hooks() {
-  static std::once_flag once;
-  std::call_once(once, init_process_hooks);
-}
 
 void print_error(const std::string& message) { std::fprintf(stderr, "memreplay: %s\n", message.c_str()); }
 
 }  // namespace
 
-struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
+struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient, detail::ProcessHookClient {
   Impl(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options);
   ~Impl() override;
 
   bool record(const Event& event, uint64_t context) noexcept;
   bool flush();
   void close() noexcept;
-  void retire_thread(uint64_t thread_key);
 
   // ExitFlushClient
   void flush_at_exit() noexcept override { close(); }
   void flush_on_signal() noexcept override;
-  // In a fork() child: the writer thread and the file belong to the parent; stop recording.
-  void forked_child() noexcept;
+  // ProcessHookClient
+  void thread_exited(uint64_t thread_key) override;
+  // The writer thread and the file belong to the parent: stop recording.
+  void forked_child() noexcept override;
 
   // --- writer thread ---
   static void* writer_main(void* self);
   void run();
   void collect();
-  size_t ready_prefix(bool force);
   void emit(size_t count, bool resolve);
-  void resolve_contexts(size_t count);
-  void fill_size(Event& e);
   void note_drops();
   void fail(const std::string& what) noexcept;
   void discard_staging() noexcept;
@@ -123,7 +70,7 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
   ThreadRing* ring_for_this_thread() noexcept;
   ThreadRing* register_thread() noexcept;
 
-  // What record() reads and writes, on the object's first cache line (after the vtable pointer):
+  // What record() reads and writes, on the object's first cache line (after the two vtable pointers):
   // a record() whose caches went cold meanwhile misses once here.
   const uint64_t id_ = g_next_recorder_id.fetch_add(1);
   const bool ticks_ = detail::ticks_pay();  // record() stamps ticks (tick_clock.h), not ns
@@ -165,18 +112,13 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
   detail::TickConverter ticks_to_ns_;
   std::vector<LiveRecord> staging_;
   std::vector<size_t> run_starts_;  // where each ring's records begin in staging_
-  uint64_t emit_seq_ = 0;  // the next sequence number to write
-  uint64_t gap_seq_ = UINT64_MAX;
-  Clock::time_point gap_since_{};
+  detail::TraceOrder order_{static_cast<size_t>(options_.thread_buffer_events) * 8};
   uint64_t last_time_ = 0;
   std::atomic<uint64_t> written_{0};
   uint64_t drops_reported_ = 0;
   std::atomic<uint64_t> dropped_after_failure_{0};
-  std::vector<ContextResolver::Context> contexts_;
-  std::vector<std::pair<size_t, size_t>> pending_;  // (staging index, contexts_ index)
-  std::vector<std::vector<FrameText>> frames_;
-  std::map<std::pair<uint64_t, uint32_t>, uint32_t> stable_stacks_;
-  std::unordered_map<uint64_t, uint64_t> live_sizes_[3];  // blocks, segments, physical handles
+  detail::StackResolution stacks_;
+  detail::FreeSizes free_sizes_;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -186,11 +128,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
   // The header is on disk at once: even a run killed right away leaves a readable (empty) trace.
   writer_ = std::make_unique<LiveTraceWriter>(path, header, options_.events_per_chunk, options_.zstd_level);
 
-  ensure_process_hooks();
-  {
-    std::lock_guard lock(g_live_mutex);
-    g_live.push_back(this);
-  }
+  detail::watch_process_events(this);
   if (ticks_) ticks_to_ns_.start();  // before any record() can stamp ticks
   open_.store(true);
   // The writer thread must not take the process's asynchronous signals: a handler on it would
@@ -202,8 +140,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (rc != 0) {
     open_.store(false);
-    std::lock_guard lock(g_live_mutex);
-    std::erase(g_live, this);
+    detail::unwatch_process_events(this);
     throw std::runtime_error("memreplay: cannot start the trace writer thread");
   }
   thread_started_ = true;
@@ -214,21 +151,20 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
 LiveRecorder::Impl::~Impl() {
   close();
   detail::unwatch_process_exit(this);
-  std::lock_guard lock(g_live_mutex);
-  std::erase(g_live, this);
+  detail::unwatch_process_events(this);
 }
 
 // --- hot path --------------------------------------------------------------------------------
 
 ThreadRing* LiveRecorder::Impl::ring_for_this_thread() noexcept {
-  for (const RingCacheEntry& entry : t_thread.rings)
+  for (const detail::RingCacheEntry& entry : t_thread.rings)
     if (entry.recorder == id_) return entry.ring;
   return register_thread();
 }
 
 ThreadRing* LiveRecorder::Impl::register_thread() noexcept {
   try {
-    const uint64_t key = this_thread_key();
+    const uint64_t key = detail::this_thread_key();
     ThreadRing* ring = nullptr;
     {
       std::lock_guard lock(rings_mutex_);
@@ -236,13 +172,13 @@ ThreadRing* LiveRecorder::Impl::register_thread() noexcept {
         if (r->owner == key && !r->retired.load(std::memory_order_relaxed)) ring = r.get();
       if (!ring) {
         if (rings_.size() >= options_.max_threads) return nullptr;
-        rings_.push_back(std::make_unique<ThreadRing>(options_.thread_buffer_events, key, this_tid()));
+        rings_.push_back(std::make_unique<ThreadRing>(options_.thread_buffer_events, key, detail::this_tid()));
         ring = rings_.back().get();
         ++threads_created_;
       }
     }
-    pthread_setspecific(g_thread_exit_key, reinterpret_cast<void*>(1));
-    t_thread.rings[t_thread.next_cache_entry++ % kRingCacheSize] = {id_, ring};
+    detail::notify_at_thread_exit();
+    t_thread.rings[t_thread.next_cache_entry++ % detail::kRingCacheSize] = {id_, ring};
     return ring;
   } catch (...) {
     return nullptr;
@@ -323,30 +259,12 @@ void LiveRecorder::Impl::forked_child() noexcept {
   open_.store(false);
 }
 
-void LiveRecorder::Impl::retire_thread(uint64_t thread_key) {
+void LiveRecorder::Impl::thread_exited(uint64_t thread_key) {
+  if (forked_.load()) return;
   std::lock_guard lock(rings_mutex_);
   for (const auto& r : rings_)
     if (r->owner == thread_key) r->retired.store(true, std::memory_order_release);
 }
-
-namespace {
-
-void on_fork_child() {
-  for (LiveRecorder::Impl* impl : g_live) impl->forked_child();
-  g_live_mutex.unlock();
-}
-
-void on_thread_exit(void*) {
-  if (t_thread.key != 0) {
-    std::lock_guard lock(g_live_mutex);
-    for (LiveRecorder::Impl* impl : g_live)
-      if (!impl->forked_.load()) impl->retire_thread(t_thread.key);
-  }
-  // A later record() on this thread (from another exit handler) registers afresh.
-  for (RingCacheEntry& entry : t_thread.rings) entry = {};
-}
-
-}  // namespace
 
 // --- writer thread -----------------------------------------------------------------------------
 
@@ -380,12 +298,12 @@ void LiveRecorder::Impl::run() {
       discard_staging();
     } else {
       const bool force = closing || on_signal;
-      emit(ready_prefix(force), /*resolve=*/!on_signal);
+      emit(order_.ready_prefix(staging_, force), /*resolve=*/!on_signal);
       note_drops();
     }
 
     const bool want_flush = closing || on_signal || Clock::now() >= next_flush ||
-                            (flush_wanted && emit_seq_ >= flush_target);
+                            (flush_wanted && order_.next_seq() >= flush_target);
     if (want_flush && !failed_.load()) {
       try {
         if (closing)
@@ -397,7 +315,7 @@ void LiveRecorder::Impl::run() {
       }
       next_flush = Clock::now() + options_.flush_interval;
       std::lock_guard lock(mutex_);
-      flushed_through_ = std::max(flushed_through_, emit_seq_);
+      flushed_through_ = std::max(flushed_through_, order_.next_seq());
     }
     if (on_signal) signal_flush_.store(2);
     flushed_cv_.notify_all();
@@ -448,51 +366,18 @@ void LiveRecorder::Impl::collect() {
       if (r.time_in_ticks) r.event.time_ns = ticks_to_ns_.to_ns(r.event.time_ns);
     }
   }
-  // Each ring's records are in order already: merge the runs into what was staged before. One
-  // thread recording (the usual case) needs no work at all.
-  const auto by_seq = [](const LiveRecord& a, const LiveRecord& b) { return a.seq < b.seq; };
-  for (size_t i = 0; i < run_starts_.size(); ++i) {
-    const size_t start = run_starts_[i];
-    const size_t end = i + 1 < run_starts_.size() ? run_starts_[i + 1] : staging_.size();
-    if (start > 0 && staging_[start - 1].seq > staging_[start].seq)
-      std::inplace_merge(staging_.begin(), staging_.begin() + static_cast<ptrdiff_t>(start),
-                         staging_.begin() + static_cast<ptrdiff_t>(end), by_seq);
-  }
-}
-
-// How many staged records can be written now: those continuing the sequence without a gap.
-size_t LiveRecorder::Impl::ready_prefix(bool force) {
-  if (force) return staging_.size();
-  size_t n = 0;
-  uint64_t expect = emit_seq_;
-  while (n < staging_.size() && staging_[n].seq <= expect) {  // below: late, after a skipped gap
-    expect = std::max(expect, staging_[n].seq + 1);
-    ++n;
-  }
-  if (n == staging_.size()) {
-    gap_seq_ = UINT64_MAX;
-    return n;
-  }
-  // A gap at `expect`: wait for it, but not forever, and not with unbounded memory.
-  const auto now = Clock::now();
-  if (gap_seq_ != expect) {
-    gap_seq_ = expect;
-    gap_since_ = now;
-  }
-  const size_t bound = static_cast<size_t>(options_.thread_buffer_events) * 8;
-  if (now - gap_since_ > kGapTimeout || staging_.size() > bound) return staging_.size();
-  return n;
+  detail::TraceOrder::merge_runs(staging_, run_starts_);
 }
 
 void LiveRecorder::Impl::emit(size_t count, bool resolve) {
   if (count == 0) return;
   size_t done = 0;
   try {
-    if (resolve) resolve_contexts(count);
+    if (resolve) stacks_.resolve({staging_.data(), count}, resolver_, *writer_);
     for (; done < count; ++done) {
       LiveRecord& r = staging_[done];
       Event& e = r.event;
-      emit_seq_ = std::max(emit_seq_, r.seq + 1);
+      order_.written(r.seq);
       e.time_ns = std::max(e.time_ns, last_time_);  // sequence order wins; time never goes back
       last_time_ = e.time_ns;
       if (e.kind == EventKind::annotation) {
@@ -501,11 +386,8 @@ void LiveRecorder::Impl::emit(size_t count, bool resolve) {
         writer_->append_annotation(e, metadata ? *metadata : KeyValues{});
         continue;
       }
-      if (r.context != 0) {  // not resolved (after a fatal signal): no stack
-        if (resolver_ && !resolver_->stable_tokens()) resolver_->discard({&r.context, 1});
-        r.context = 0;
-      }
-      if (options_.fill_free_sizes) fill_size(e);
+      if (r.context != 0) detail::StackResolution::release(r, resolver_);  // not resolved (after a fatal signal)
+      if (options_.fill_free_sizes) free_sizes_.fill(e);
       writer_->append(e);
     }
   } catch (const std::exception& e) {
@@ -514,75 +396,6 @@ void LiveRecorder::Impl::emit(size_t count, bool resolve) {
   written_.fetch_add(done, std::memory_order_relaxed);
   staging_.erase(staging_.begin(), staging_.begin() + static_cast<ptrdiff_t>(done));
   if (done < count) discard_staging();  // a write error: the rest can never be written
-}
-
-// Turns the context tokens of the next `count` records into stack ids, one resolver call for all.
-void LiveRecorder::Impl::resolve_contexts(size_t count) {
-  contexts_.clear();
-  pending_.clear();
-  const bool stable = resolver_ && resolver_->stable_tokens();
-  std::map<std::pair<uint64_t, uint32_t>, size_t> batch;  // stable: each (token, thread) asked once
-  for (size_t i = 0; i < count; ++i) {
-    LiveRecord& r = staging_[i];
-    if (r.context == 0 || r.event.kind == EventKind::annotation) continue;
-    if (!resolver_) {
-      r.context = 0;
-      continue;
-    }
-    if (stable) {
-      const std::pair key{r.context, r.thread};
-      if (auto it = stable_stacks_.find(key); it != stable_stacks_.end()) {
-        r.event.stack = it->second;
-        r.context = 0;
-        continue;
-      }
-      auto [it, inserted] = batch.try_emplace(key, contexts_.size());
-      if (inserted) contexts_.push_back({r.context, r.thread});
-      pending_.push_back({i, it->second});
-    } else {
-      pending_.push_back({i, contexts_.size()});
-      contexts_.push_back({r.context, r.thread});
-    }
-  }
-  if (contexts_.empty()) return;
-  frames_.clear();
-  try {
-    resolver_->resolve(contexts_, frames_);
-  } catch (...) {
-    frames_.clear();
-  }
-  std::vector<uint32_t> stacks(contexts_.size(), 0);
-  for (size_t k = 0; k < contexts_.size(); ++k) {
-    if (k < frames_.size() && !frames_[k].empty()) stacks[k] = writer_->intern_stack(frames_[k]);
-    if (stable) stable_stacks_[{contexts_[k].token, contexts_[k].thread}] = stacks[k];
-  }
-  for (const auto& [record, context] : pending_) {
-    staging_[record].event.stack = stacks[context];
-    staging_[record].context = 0;
-  }
-}
-
-// Sizes of frees that the recorder could not see (cudaFree takes only the address).
-void LiveRecorder::Impl::fill_size(Event& e) {
-  if (e.has_flag(kFailed)) return;
-  auto remember = [&](int table, uint64_t key) { live_sizes_[table][key] = e.size; };
-  auto look_up = [&](int table, uint64_t key, bool forget) {
-    auto& sizes = live_sizes_[table];
-    auto it = sizes.find(key);
-    if (it == sizes.end()) return;
-    if (e.size == 0) e.size = it->second;
-    if (forget) sizes.erase(it);
-  };
-  switch (e.kind) {
-    case EventKind::alloc: remember(0, e.address); break;
-    case EventKind::free_requested: look_up(0, e.address, false); break;
-    case EventKind::free_completed: look_up(0, e.address, true); break;
-    case EventKind::segment_alloc: remember(1, e.address); break;
-    case EventKind::segment_free: look_up(1, e.address, true); break;
-    case EventKind::physical_alloc: remember(2, e.aux); break;
-    case EventKind::physical_free: look_up(2, e.aux, true); break;
-    default: break;
-  }
 }
 
 // Drops since the last report become an annotation in the trace, where they happened.
@@ -621,14 +434,7 @@ void LiveRecorder::Impl::fail(const std::string& what) noexcept {
 }
 
 void LiveRecorder::Impl::discard_staging() noexcept {
-  for (LiveRecord& r : staging_) {
-    if (r.event.kind == EventKind::annotation) {
-      delete reinterpret_cast<KeyValues*>(r.context);
-    } else if (r.context != 0 && resolver_ && !resolver_->stable_tokens()) {
-      const uint64_t token = r.context;
-      resolver_->discard({&token, 1});
-    }
-  }
+  for (LiveRecord& r : staging_) detail::StackResolution::release(r, resolver_);
   dropped_after_failure_.fetch_add(staging_.size(), std::memory_order_relaxed);
   staging_.clear();
 }
