@@ -20,7 +20,7 @@ namespace {
 using nlohmann::json;
 using testing::imported_trace;
 using testing::read_json;
-using testing::shared_dir;
+using testing::shared_path;
 
 // A SimDevice that also logs its driver calls as PyTorch's segment trace actions would name them.
 class RecordingSimDevice final : public Device {
@@ -73,14 +73,15 @@ MEMREPLAY_REGISTER_DEVICE(recording_sim, "recording-sim", "SimDevice that logs d
                             return std::make_unique<RecordingSimDevice>(options);
                           });
 
-std::vector<std::string> replay_rows() {
-  std::vector<std::string> rows;
-  const auto dir = shared_dir() / "groundtruth" / "replay";
-  if (!std::filesystem::exists(dir)) return rows;  // e.g. on the GPU machine, which has no ../shared
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.path().extension() == ".json") rows.push_back(entry.path().stem().string());
-  std::sort(rows.begin(), rows.end());
-  return rows;
+// PyTorch's results, one file a row: ../shared/groundtruth/replay/ROW.json.
+constexpr size_t kReplayRows = 35;
+std::vector<std::string> replay_rows() { return testing::shared_names("groundtruth/replay", ".json"); }
+
+// Without the data GroundTruthReplay has no instances (and gtest's check of that names no folder):
+// this fails then, saying where it looked.
+TEST(GroundTruthData, HasEveryReplayRow) {
+  const auto dir = shared_path("groundtruth/replay");
+  EXPECT_EQ(replay_rows().size(), kReplayRows) << "*.json in " << dir;
 }
 
 std::string policy_for(const std::string& alloc_conf) {
@@ -90,7 +91,7 @@ std::string policy_for(const std::string& alloc_conf) {
 class GroundTruthReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
-  const json truth = read_json(shared_dir() / "groundtruth" / "replay" / (GetParam() + ".json"));
+  const json truth = read_json(shared_path("groundtruth/replay/" + GetParam() + ".json"));
   const json& run = truth["run"];
   const std::string snapshot = truth["snapshot"];
   const std::string trace = imported_trace(snapshot.substr(0, snapshot.find(".pickle")));
@@ -138,7 +139,6 @@ TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
   }
 }
 
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GroundTruthReplay);
 INSTANTIATE_TEST_SUITE_P(AllRows, GroundTruthReplay, ::testing::ValuesIn(replay_rows()),
                          [](const auto& info) {
                            std::string name = info.param;
@@ -152,12 +152,13 @@ INSTANTIATE_TEST_SUITE_P(AllRows, GroundTruthReplay, ::testing::ValuesIn(replay_
 struct LiveRun {
   std::string trace;  // ../shared/traces/TRACE.pickle.xz
   std::string run;    // ../shared/groundtruth/runs/RUN.json
+  friend void PrintTo(const LiveRun& r, std::ostream* os) { *os << r.run; }
 };
 
 class GroundTruthLiveRun : public ::testing::TestWithParam<LiveRun> {};
 
 TEST_P(GroundTruthLiveRun, ReservedPeakAndDeviceCallsMatch) {
-  const json run = read_json(shared_dir() / "groundtruth" / "runs" / (GetParam().run + ".json"));
+  const json run = read_json(shared_path("groundtruth/runs/" + GetParam().run + ".json"));
   ReplayRequest request;
   request.trace_path = imported_trace(GetParam().trace);
   request.policy_spec = policy_for(run["alloc_conf"]);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "tests/test_support.h"
 
 extern char** environ;
 
@@ -63,16 +64,8 @@ Result run(const std::vector<std::string>& argv, const std::map<std::string, std
   return result;
 }
 
-class Interposer : public ::testing::Test {
+class Interposer : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("memreplay_interposer_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   Result run_app(const std::string& output, std::map<std::string, std::string> env = {}, int threads = 4,
               int pairs = 100) {
     env["LD_PRELOAD"] = MEMREPLAY_INTERPOSER_LIB;
@@ -83,9 +76,6 @@ class Interposer : public ::testing::Test {
     env["MEMREPLAY_QUIET"] = "1";
     return run({MEMREPLAY_FAKE_CUDA_APP, std::to_string(threads), std::to_string(pairs)}, env, dir_);
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
 };
 
 struct Traced {

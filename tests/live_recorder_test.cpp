@@ -22,6 +22,7 @@
 #include "recorder/live/tick_clock.h"
 #include "recorder/import/trace_writer.h"
 #include "proto/trace_reader.h"
+#include "tests/test_support.h"
 
 namespace memreplay {
 namespace {
@@ -29,19 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-class LiveRecorderTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("memreplay_live_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+class LiveRecorderTest : public testing::TempDirTest {};
 
 LiveTraceHeader header() {
   LiveTraceHeader h;

@@ -23,6 +23,7 @@
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pytorch_snapshot_importer.h"
 #include "recorder/import/trace_sink.h"
+#include "tests/test_support.h"
 #include "tests/tiny_snapshot.h"
 
 namespace memreplay {
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 using pickle::Kind;
 using pickle::Value;
 
-const fs::path kShared = MEMREPLAY_SHARED_DIR;
+using testing::shared_path;
 
 // device_traces[0][2] has action 'bogus'
 const std::string kUnknownAction(
@@ -168,34 +169,21 @@ const Imported& imported(const std::string& name) {
   auto& slot = cache[name];
   if (!slot) {
     slot = std::make_unique<Imported>();
-    const std::string path = (kShared / "traces" / (name + ".pickle.xz")).string();
+    const std::string path = shared_path(fs::path("traces") / (name + ".pickle.xz")).string();
     slot->pickle_bytes = read_decompressed(path);
     import_pytorch_snapshot_pickle(slot->pickle_bytes, path, slot->sink);
   }
   return *slot;
 }
 
-std::vector<std::string> real_traces() {
-  std::vector<std::string> names;
-  const fs::path dir = kShared / "traces";
-  if (!fs::exists(dir)) return names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string file = entry.path().filename().string();
-    const std::string suffix = ".pickle.xz";
-    if (file.size() > suffix.size() && file.ends_with(suffix)) names.push_back(file.substr(0, file.size() - suffix.size()));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> real_traces() { return testing::shared_names("traces", ".pickle.xz"); }
 
-class RealTrace : public testing::TestWithParam<std::string> {};
+class RealTrace : public ::testing::TestWithParam<std::string> {};
 
 // Per-kind counts of recorded events equal the trace's action counts in the ground truth.
 TEST_P(RealTrace, CountsMatchGroundTruth) {
   const Imported& t = imported(GetParam());
-  std::ifstream in(kShared / "groundtruth" / "runs" / (GetParam() + ".json"));
-  ASSERT_TRUE(in) << "no ground truth for " << GetParam();
-  const nlohmann::json truth = nlohmann::json::parse(in);
+  const nlohmann::json truth = testing::read_json(shared_path(fs::path("groundtruth") / "runs" / (GetParam() + ".json")));
   std::map<std::string, uint64_t> counts;
   uint64_t recorded = 0;
   for (const Event& e : t.sink.events)
@@ -285,14 +273,18 @@ TEST_P(RealTrace, EventsKeepTraceOrderAndUnits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PytorchImport, RealTrace, testing::ValuesIn(real_traces()),
+INSTANTIATE_TEST_SUITE_P(PytorchImport, RealTrace, ::testing::ValuesIn(real_traces()),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '.', '_');
                            return name;
                          });
 
-TEST(PytorchImport, FindsEveryRealTrace) { EXPECT_EQ(real_traces().size(), 9u); }
+// Without the real traces RealTrace has no instances: this is what fails then, naming the folder.
+TEST(PytorchImport, FindsEveryRealTrace) {
+  const fs::path dir = shared_path("traces");
+  EXPECT_EQ(real_traces().size(), 9u) << "*.pickle.xz in " << dir;
+}
 
 TEST(PytorchImport, TruncatedTraceRebuildsTheLiveState) {
   const Imported& t = imported("gpt2_train.truncated");

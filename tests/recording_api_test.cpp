@@ -9,6 +9,7 @@
 #include "recorder/live/memreplay_record.h"
 #include "recorder/live/recording_api.h"
 #include "proto/trace_reader.h"
+#include "tests/test_support.h"
 
 namespace memreplay {
 namespace {
@@ -16,21 +17,12 @@ namespace {
 namespace fs = std::filesystem;
 namespace rec = memreplay::recording;
 
-class RecordingApi : public ::testing::Test {
+class RecordingApi : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("memreplay_api_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     rec::stop();
-    fs::remove_all(dir_);
+    TempDirTest::TearDown();
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
 };
 
 const void* ptr(uint64_t address) { return reinterpret_cast<const void*>(address); }

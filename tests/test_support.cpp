@@ -1,19 +1,56 @@
 #include "tests/test_support.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
-#include <unistd.h>
+#include <stdexcept>
 
 #include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
 
 namespace memreplay::testing {
 
-nlohmann::json read_json(const std::filesystem::path& path) {
+namespace fs = std::filesystem;
+
+fs::path shared_dir() {
+  if (const char* dir = std::getenv("MEMREPLAY_SHARED_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return MEMREPLAY_SHARED_DIR;
+}
+
+fs::path shared_path(const fs::path& relative) {
+  const fs::path path = shared_dir() / relative;
+  if (!fs::exists(path))
+    throw std::runtime_error("missing test data: " + path.string() +
+                             " (the real traces and ground truth; set MEMREPLAY_SHARED_DIR to where they are)");
+  return path;
+}
+
+std::vector<std::string> shared_names(const fs::path& relative, const std::string& suffix) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(shared_dir() / relative, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > suffix.size() && file.ends_with(suffix)) names.push_back(file.substr(0, file.size() - suffix.size()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path.string());
   return nlohmann::json::parse(in);
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::string imported_trace(const std::string& name) {
@@ -21,12 +58,25 @@ std::string imported_trace(const std::string& name) {
   static std::map<std::string, std::string> imported;
   std::lock_guard lock(mutex);
   if (const auto it = imported.find(name); it != imported.end()) return it->second;
-  const auto dir = std::filesystem::temp_directory_path() / ("memreplay-test-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const fs::path source = shared_path(fs::path("traces") / (name + ".pickle.xz"));
+  const auto dir = fs::temp_directory_path() / ("memreplay-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
   const std::string output = (dir / (name + ".mrt")).string();
   TraceWriter writer(output);
-  import_file((shared_dir() / "traces" / (name + ".pickle.xz")).string(), writer);
+  import_file(source.string(), writer);
   return imported[name] = output;
 }
+
+void TempDirTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = "memreplay_" + std::string(info->test_suite_name()) + "_" + std::to_string(::getpid()) + "_" +
+                     info->name();
+  std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests' names have slashes
+  dir_ = fs::temp_directory_path() / name;
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+}
+
+void TempDirTest::TearDown() { fs::remove_all(dir_); }
 
 }  // namespace memreplay::testing

@@ -1,20 +1,47 @@
-// Helpers shared by tests: where the real data is, importing a real trace once per test binary.
+// Helpers shared by tests: where the real data is (and a loud failure when it is not there), a
+// fresh directory per test, importing a real trace once per test binary.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace memreplay::testing {
 
-inline std::filesystem::path shared_dir() { return MEMREPLAY_SHARED_DIR; }
+// The real traces and ground truth: $MEMREPLAY_SHARED_DIR when set (an empty folder there shows
+// what every test that needs the data says without it), else ../shared beside the checkout.
+std::filesystem::path shared_dir();
 inline std::filesystem::path source_dir() { return MEMREPLAY_SOURCE_DIR; }
 
+// shared_dir() / relative; throws std::runtime_error naming the full path when it does not exist,
+// so a test without its data fails (and says where it looked) instead of passing on nothing.
+std::filesystem::path shared_path(const std::filesystem::path& relative);
+// The names (without `suffix`) of the files in shared_dir() / relative ending in `suffix`,
+// sorted; empty when the folder is missing (for a test parameter list, which must not throw:
+// pair it with a TEST that calls shared_path() and checks the count).
+std::vector<std::string> shared_names(const std::filesystem::path& relative, const std::string& suffix);
+
 nlohmann::json read_json(const std::filesystem::path& path);
+// The whole file; throws std::runtime_error naming it when it cannot be read.
+std::string read_bytes(const std::filesystem::path& path);
 
 // Imports ../shared/traces/NAME.pickle.xz into a .mrt in a temporary directory, once per process,
 // and returns the trace's path.
 std::string imported_trace(const std::string& name);
+
+// A fresh, empty directory per test, named after the suite, the test and this process, removed
+// afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace memreplay::testing
