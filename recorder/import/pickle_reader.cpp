@@ -7,52 +7,10 @@
 #include <limits>
 
 #include "proto/input_error.h"
+#include "recorder/import/pickle_opcodes.h"
 
 namespace memreplay::pickle {
 namespace {
-
-// Opcode bytes, named as in CPython's Lib/pickle.py.
-enum Op : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
-  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
-  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
-  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
-  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
-  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
-  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
-  SHORT_BINBYTES = 'C', BINBYTES = 'B',
-  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
-  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
-  SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, EMPTY_SET = 0x8f,
-  ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, MEMOIZE = 0x94,
-  FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98,
-};
-
-constexpr std::array<const char*, 256> make_op_names() {
-  std::array<const char*, 256> n{};
-  n[MARK] = "MARK"; n[STOP] = "STOP"; n[POP] = "POP"; n[POP_MARK] = "POP_MARK"; n[DUP] = "DUP";
-  n[FLOAT] = "FLOAT"; n[INT] = "INT"; n[BININT] = "BININT"; n[BININT1] = "BININT1";
-  n[LONG] = "LONG"; n[BININT2] = "BININT2"; n[NONE] = "NONE"; n[PERSID] = "PERSID";
-  n[BINPERSID] = "BINPERSID"; n[REDUCE] = "REDUCE"; n[STRING] = "STRING";
-  n[BINSTRING] = "BINSTRING"; n[SHORT_BINSTRING] = "SHORT_BINSTRING"; n[UNICODE] = "UNICODE";
-  n[BINUNICODE] = "BINUNICODE"; n[APPEND] = "APPEND"; n[BUILD] = "BUILD"; n[GLOBAL] = "GLOBAL";
-  n[DICT] = "DICT"; n[EMPTY_DICT] = "EMPTY_DICT"; n[APPENDS] = "APPENDS"; n[GET] = "GET";
-  n[BINGET] = "BINGET"; n[INST] = "INST"; n[LONG_BINGET] = "LONG_BINGET"; n[LIST] = "LIST";
-  n[EMPTY_LIST] = "EMPTY_LIST"; n[OBJ] = "OBJ"; n[PUT] = "PUT"; n[BINPUT] = "BINPUT";
-  n[LONG_BINPUT] = "LONG_BINPUT"; n[SETITEM] = "SETITEM"; n[TUPLE] = "TUPLE";
-  n[EMPTY_TUPLE] = "EMPTY_TUPLE"; n[SETITEMS] = "SETITEMS"; n[BINFLOAT] = "BINFLOAT";
-  n[SHORT_BINBYTES] = "SHORT_BINBYTES"; n[BINBYTES] = "BINBYTES"; n[PROTO] = "PROTO";
-  n[NEWOBJ] = "NEWOBJ"; n[EXT1] = "EXT1"; n[EXT2] = "EXT2"; n[EXT4] = "EXT4";
-  n[TUPLE1] = "TUPLE1"; n[TUPLE2] = "TUPLE2"; n[TUPLE3] = "TUPLE3"; n[NEWTRUE] = "NEWTRUE";
-  n[NEWFALSE] = "NEWFALSE"; n[LONG1] = "LONG1"; n[LONG4] = "LONG4";
-  n[SHORT_BINUNICODE] = "SHORT_BINUNICODE"; n[BINUNICODE8] = "BINUNICODE8";
-  n[BINBYTES8] = "BINBYTES8"; n[EMPTY_SET] = "EMPTY_SET"; n[ADDITEMS] = "ADDITEMS";
-  n[FROZENSET] = "FROZENSET"; n[NEWOBJ_EX] = "NEWOBJ_EX"; n[STACK_GLOBAL] = "STACK_GLOBAL";
-  n[MEMOIZE] = "MEMOIZE"; n[FRAME] = "FRAME"; n[BYTEARRAY8] = "BYTEARRAY8";
-  n[NEXT_BUFFER] = "NEXT_BUFFER"; n[READONLY_BUFFER] = "READONLY_BUFFER";
-  return n;
-}
-constexpr std::array<const char*, 256> kOpNames = make_op_names();
 
 constexpr int kHighestProtocol = 5;
 
@@ -61,111 +19,7 @@ static_assert(std::endian::native == std::endian::little, "memreplay reads pickl
 
 constexpr uint32_t kUnsetMemo = std::numeric_limits<uint32_t>::max();
 
-std::string op_label(uint8_t op) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex = {'0', 'x', kHex[op >> 4], kHex[op & 15]};
-  return kOpNames[op] ? std::string(kOpNames[op]) + " (" + hex + ")" : hex;
-}
-
 }  // namespace
-
-std::string_view kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::none: return "None";
-    case Kind::boolean: return "bool";
-    case Kind::integer: return "int";
-    case Kind::floating: return "float";
-    case Kind::str: return "str";
-    case Kind::bytes: return "bytes";
-    case Kind::list: return "list";
-    case Kind::tuple: return "tuple";
-    case Kind::dict: return "dict";
-    case Kind::set: return "set";
-  }
-  return "?";
-}
-
-// --- scalars, decoded from the opcode that pushed them (validated when it was parsed) ---
-
-namespace {
-
-// The argument line of the protocol-0 opcode at `offset` (its '\n' was found when parsing).
-std::string_view text_argument(std::string_view data, uint32_t offset) {
-  const size_t end = data.find('\n', offset + 1);
-  return data.substr(offset + 1, end - (offset + 1));
-}
-
-int64_t parse_int_text(std::string_view text) {
-  if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  int64_t v = 0;
-  std::from_chars(text.data(), text.data() + text.size(), v);
-  return v;
-}
-
-}  // namespace
-
-int64_t Tree::scalar_int(uint32_t offset) const {
-  const char* p = data_.data() + offset;
-  switch (static_cast<uint8_t>(*p)) {
-    case NEWTRUE: return 1;
-    case NEWFALSE: return 0;
-    case BININT1: return static_cast<uint8_t>(p[1]);
-    case BININT2: return static_cast<int64_t>(detail::load_le(p + 1, 2));
-    case BININT: return static_cast<int32_t>(detail::load_le(p + 1, 4));
-    case LONG1: case LONG4: {
-      const bool long1 = static_cast<uint8_t>(*p) == LONG1;
-      const uint64_t n = long1 ? static_cast<uint8_t>(p[1]) : detail::load_le(p + 1, 4);
-      const char* bytes = p + (long1 ? 2 : 5);
-      if (n == 0) return 0;
-      // Longer encodings were checked to hold only sign extension beyond 8 bytes.
-      const unsigned used = static_cast<unsigned>(std::min<uint64_t>(n, 8));
-      const uint64_t v = detail::load_le(bytes, used);
-      const unsigned unused = 64 - 8 * used;
-      return static_cast<int64_t>(v << unused) >> unused;
-    }
-    case INT: case LONG: {
-      const std::string_view text = text_argument(data_, offset);
-      if (text == "01") return 1;
-      return parse_int_text(text);
-    }
-    default: return 0;
-  }
-}
-
-double Tree::scalar_float(uint32_t offset) const {
-  const char* p = data_.data() + offset;
-  double d = 0;
-  if (static_cast<uint8_t>(*p) == BINFLOAT) {  // big-endian IEEE 754
-    uint64_t bits = 0;
-    for (int i = 1; i <= 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(p[i]);
-    std::memcpy(&d, &bits, sizeof d);
-  } else if (static_cast<uint8_t>(*p) == FLOAT) {
-    const std::string_view text = text_argument(data_, offset);
-    std::from_chars(text.data(), text.data() + text.size(), d);
-  }
-  return d;
-}
-
-std::string_view Tree::scalar_text(uint32_t offset) const {
-  const char* p = data_.data() + offset;
-  switch (static_cast<uint8_t>(*p)) {
-    case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES:
-      return std::string_view(p + 2, static_cast<uint8_t>(p[1]));
-    case BINUNICODE: case BINSTRING: case BINBYTES:
-      return std::string_view(p + 5, detail::load_le(p + 1, 4));
-    case BINUNICODE8: case BINBYTES8: case BYTEARRAY8:
-      return std::string_view(p + 9, detail::load_le(p + 1, 8));
-    default: return {};
-  }
-}
-
-std::optional<Value> Value::get(std::string_view key) const {
-  std::optional<Value> found;
-  for (auto [k, v] : pairs())
-    if (k.is(Kind::str) && k.as_str() == key) found = v;
-  return found;
-}
 
 // The VM stack of references. Only ever shrinks by resize(); push is one compare and one
 // store on the hot path (std::vector::push_back did not inline in the dispatch loop).
@@ -277,6 +131,12 @@ class Unpickler {
     if (ec != std::errc() || end != text.data() + text.size() || text.empty())
       fail_here("malformed decimal argument '" + std::string(text.substr(0, 40)) + "'");
     return v;
+  }
+  // The argument of PUT and GET (protocol 0): a memo index in decimal.
+  uint64_t read_text_memo_index() {
+    const int64_t index = parse_decimal(read_line());
+    if (index < 0) fail_here("negative memo index");
+    return static_cast<uint64_t>(index);
   }
   // LONG1/LONG4 payload: little-endian two's complement. Encodings longer than 8 bytes are legal
   // when the extra bytes only extend the sign; anything else does not fit in an int64.
@@ -547,20 +407,10 @@ class Unpickler {
       case MEMOIZE: memo_put(memo_count_); break;
       case BINPUT: memo_put(read_le(1)); break;
       case LONG_BINPUT: memo_put(read_le(4)); break;
-      case PUT: {
-        const int64_t index = parse_decimal(read_line());
-        if (index < 0) fail_here("negative memo index");
-        memo_put(static_cast<uint64_t>(index));
-        break;
-      }
+      case PUT: memo_put(read_text_memo_index()); break;
       case BINGET: memo_get(read_le(1)); break;
       case LONG_BINGET: memo_get(read_le(4)); break;
-      case GET: {
-        const int64_t index = parse_decimal(read_line());
-        if (index < 0) fail_here("negative memo index");
-        memo_get(static_cast<uint64_t>(index));
-        break;
-      }
+      case GET: memo_get(read_text_memo_index()); break;
 
       // Everything that imports, calls or looks up objects by reference.
       case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ:

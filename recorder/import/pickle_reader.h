@@ -67,8 +67,10 @@ class Value {
   // Number of items (list, tuple, set) or of key/value pairs (dict); 0 for scalars.
   uint32_t size() const;
 
-  class ItemRange;
-  class PairRange;
+  template <bool kPairs>
+  class Range;
+  using ItemRange = Range<false>;
+  using PairRange = Range<true>;
   ItemRange items() const;  // list, tuple, set; empty for other kinds
   PairRange pairs() const;  // dict entries in pickled order; empty for other kinds
   // The value of the str key `key` in a dict; the last one when the pickle repeats a key, as
@@ -292,14 +294,25 @@ inline Tree::Cursor Tree::cursor(uint32_t ref) const {
   return c;
 }
 
-class Value::ItemRange {
+// The items (kPairs false: list, tuple, set) or the key/value pairs (kPairs true: dict) of a
+// container, for range-for.
+template <bool kPairs>
+class Value::Range {
  public:
   class iterator {
    public:
     iterator(const Tree* t, Tree::Cursor c) : tree_(t), cursor_(c) {}
-    Value operator*() const { return Value(tree_, cursor_.item()); }
+    auto operator*() const {
+      if constexpr (kPairs)
+        return std::pair<Value, Value>{Value(tree_, cursor_.key()), Value(tree_, cursor_.value())};
+      else
+        return Value(tree_, cursor_.item());
+    }
     iterator& operator++() {
-      cursor_.next_item();
+      if constexpr (kPairs)
+        cursor_.next_pair();
+      else
+        cursor_.next_item();
       return *this;
     }
     // Compared with the end sentinel only, so the loop test is one register compare.
@@ -314,35 +327,7 @@ class Value::ItemRange {
 
  private:
   friend class Value;
-  ItemRange(const Tree* t, Tree::Cursor first) : tree_(t), first_(first) {}
-  const Tree* tree_;
-  Tree::Cursor first_;
-};
-
-class Value::PairRange {
- public:
-  class iterator {
-   public:
-    iterator(const Tree* t, Tree::Cursor c) : tree_(t), cursor_(c) {}
-    std::pair<Value, Value> operator*() const {
-      return {Value(tree_, cursor_.key()), Value(tree_, cursor_.value())};
-    }
-    iterator& operator++() {
-      cursor_.next_pair();
-      return *this;
-    }
-    bool operator==(std::default_sentinel_t) const { return cursor_.done(); }
-
-   private:
-    const Tree* tree_;
-    Tree::Cursor cursor_;
-  };
-  iterator begin() const { return iterator(tree_, first_); }
-  std::default_sentinel_t end() const { return {}; }
-
- private:
-  friend class Value;
-  PairRange(const Tree* t, Tree::Cursor first) : tree_(t), first_(first) {}
+  Range(const Tree* t, Tree::Cursor first) : tree_(t), first_(first) {}
   const Tree* tree_;
   Tree::Cursor first_;
 };
