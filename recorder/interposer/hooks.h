@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "proto/event.h"
 
@@ -120,25 +121,78 @@ class CallScope {
   static thread_local int depth_;
 };
 
-// One call as an event (interposer_recorder.cpp). rc: the call's return code (0 = success).
+// One call as an event (interposer_recorder.cpp): what the wrapper saw, then (filled in by
+// intercept()) which API, its return code (0 = success) and the caller's return address.
 struct Call {
-  Api api;
   EventKind kind;
-  int rc = 0;
   uint64_t stream = 0;
   uint64_t address = 0;
   uint64_t size = 0;
   uint64_t aux = 0;
+  Api api{};
+  int rc = 0;
   const void* caller = nullptr;
 };
 void record_call(const Call& call) noexcept;
+
+// The body of every recording wrapper: the real function (`no_real_function` is returned when
+// there is none) runs inside a CallScope; if this was the outermost interposed call on the
+// thread, the Call that describe(rc) makes of it is recorded (std::nullopt: nothing to record).
+template <typename Fn, typename Result, typename Describe, typename... Args>
+Result intercept(Api api, const void* caller, Result no_real_function, Describe describe, Args... args) {
+  const Fn real_fn = real<Fn>(api, caller);
+  if (real_fn == nullptr) return no_real_function;
+  CallScope scope;
+  const Result rc = real_fn(args...);
+  if (scope.outermost()) {
+    if (std::optional<Call> call = describe(rc)) {
+      call->api = api;
+      call->rc = static_cast<int>(rc);
+      call->caller = caller;
+      record_call(*call);
+    }
+  }
+  return rc;
+}
+
+inline uint64_t u64(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
+
+// What a call that succeeded wrote through `out` (an address, a handle, a stream), else 0.
+template <typename Result, typename T>
+uint64_t produced(Result rc, const T* out) noexcept {
+  if (static_cast<int>(rc) != 0 || out == nullptr) return 0;
+  if constexpr (std::is_pointer_v<T>)
+    return u64(*out);
+  else
+    return static_cast<uint64_t>(*out);
+}
+
+// describe functions for intercept(), by what the event needs of the call's result:
+// an event that does not depend on it;
+inline auto event(const Call& call) noexcept {
+  return [call](auto) { return call; };
+}
+// a free: nothing for a null pointer, which frees nothing (cudaFree(nullptr) is the classic way
+// to create the context);
+inline auto free_event(const Call& call) noexcept {
+  return [call](auto) { return call.address != 0 ? std::optional<Call>(call) : std::nullopt; };
+}
+// an allocation (or reservation): the address it wrote through `out`.
+template <typename T>
+auto allocation_event(EventKind kind, uint64_t stream, const T* out, uint64_t size) noexcept {
+  return [=](auto rc) { return Call{kind, stream, produced(rc, out), size}; };
+}
+// a stream created: the stream it wrote through `out`.
+template <typename T>
+auto stream_created_event(const T* out) noexcept {
+  return [=](auto rc) { return Call{EventKind::stream_create, produced(rc, out)}; };
+}
+
 // cudaMalloc-family calls as alloc/free_completed rather than segment_* (MEMREPLAY_MALLOC_EVENTS).
 bool mallocs_as_allocs() noexcept;
 inline EventKind malloc_kind() noexcept { return mallocs_as_allocs() ? EventKind::alloc : EventKind::segment_alloc; }
 inline EventKind free_kind() noexcept {
   return mallocs_as_allocs() ? EventKind::free_completed : EventKind::segment_free;
 }
-
-inline uint64_t u64(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
 }  // namespace memreplay::interposer

@@ -1,5 +1,6 @@
 // Wrappers of the CUDA driver API (libcuda.so), and of cuGetProcAddress, through which runtimes
-// since CUDA 12 reach every other driver function.
+// since CUDA 12 reach every other driver function. Each is one intercept() (hooks.h) and the
+// event its call becomes; the _ptsz twins (per-thread default stream) come from one macro each.
 #include "recorder/interposer/cuda_declarations.h"
 #include "recorder/interposer/hooks.h"
 #include "recorder/interposer/proc_address.h"
@@ -7,22 +8,23 @@
 namespace mi = memreplay::interposer;
 using memreplay::EventKind;
 using mi::Api;
-using mi::free_kind;
-using mi::malloc_kind;
 using mi::u64;
+
+// The wrapper `name`'s call of the real function with the arguments, recorded as describe says.
+#define INTERCEPT(name, describe, ...)                                                               \
+  mi::intercept<decltype(&name)>(Api::name, __builtin_return_address(0), CUDA_ERROR_NOT_INITIALIZED, \
+                                 describe __VA_OPT__(, ) __VA_ARGS__)
 
 namespace {
 
-#define REAL_OR_FAIL(api, fn_type) \
-  auto real_fn = mi::real<fn_type>(api, __builtin_return_address(0)); \
-  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED
-
-// Records `call` with whatever the call returned, if it is the outermost interposed call.
-template <typename Fn, typename... Args>
-CUresult traced(const mi::CallScope& scope, mi::Call call, Fn real_fn, Args... args) {
-  const CUresult rc = real_fn(args...);
-  call.rc = rc;
-  if (scope.outermost()) mi::record_call(call);
+// cuGetProcAddress[_v2]: our wrapper instead of the real function for the symbols we wrap.
+template <typename Fn, typename... More>
+CUresult look_up_entry(Api api, const void* caller, const char* symbol, void** fn, int version, cuuint64_t flags,
+                       More... more) {
+  const auto real_fn = mi::real<Fn>(api, caller);
+  if (real_fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult rc = real_fn(symbol, fn, version, flags, more...);
+  if (rc == CUDA_SUCCESS && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, version, flags, *fn);
   return rc;
 }
 
@@ -31,69 +33,34 @@ CUresult traced(const mi::CallScope& scope, mi::Call call, Fn real_fn, Args... a
 // --- allocation -------------------------------------------------------------------------------
 
 MEMREPLAY_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t size) {
-  REAL_OR_FAIL(Api::cuMemAlloc_v2, decltype(&cuMemAlloc_v2));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(ptr, size);
-  if (scope.outermost())
-    mi::record_call({Api::cuMemAlloc_v2, malloc_kind(), rc, 0, rc == CUDA_SUCCESS && ptr ? *ptr : 0, size, 0,
-                     __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cuMemAlloc_v2, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* ptr, size_t size, unsigned int flags) {
-  REAL_OR_FAIL(Api::cuMemAllocManaged, decltype(&cuMemAllocManaged));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(ptr, size, flags);
-  if (scope.outermost())
-    mi::record_call({Api::cuMemAllocManaged, malloc_kind(), rc, 0, rc == CUDA_SUCCESS && ptr ? *ptr : 0, size, 0,
-                     __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cuMemAllocManaged, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
-  REAL_OR_FAIL(Api::cuMemFree_v2, decltype(&cuMemFree_v2));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(ptr);
-  if (scope.outermost() && ptr != 0)
-    mi::record_call({Api::cuMemFree_v2, free_kind(), rc, 0, ptr, 0, 0, __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cuMemFree_v2, mi::free_event({mi::free_kind(), 0, ptr}), ptr);
 }
 
-#define MEMREPLAY_MEM_ALLOC_ASYNC(name)                                                                \
-  MEMREPLAY_EXPORT CUresult name(CUdeviceptr* ptr, size_t size, CUstream stream) {                      \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                          \
-    mi::CallScope scope;                                                                               \
-    const CUresult rc = real_fn(ptr, size, stream);                                                    \
-    if (scope.outermost())                                                                             \
-      mi::record_call({Api::name, EventKind::alloc, rc, u64(stream), rc == CUDA_SUCCESS && ptr ? *ptr : 0, \
-                       size, 0, __builtin_return_address(0)});                                         \
-    return rc;                                                                                         \
+#define MEMREPLAY_MEM_ALLOC_ASYNC(name)                                                                        \
+  MEMREPLAY_EXPORT CUresult name(CUdeviceptr* ptr, size_t size, CUstream stream) {                             \
+    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, stream); \
   }
 MEMREPLAY_MEM_ALLOC_ASYNC(cuMemAllocAsync)
 MEMREPLAY_MEM_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define MEMREPLAY_MEM_ALLOC_POOL_ASYNC(name)                                                           \
-  MEMREPLAY_EXPORT CUresult name(CUdeviceptr* ptr, size_t size, CUmemoryPool pool, CUstream stream) {   \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                          \
-    mi::CallScope scope;                                                                               \
-    const CUresult rc = real_fn(ptr, size, pool, stream);                                              \
-    if (scope.outermost())                                                                             \
-      mi::record_call({Api::name, EventKind::alloc, rc, u64(stream), rc == CUDA_SUCCESS && ptr ? *ptr : 0, \
-                       size, 0, __builtin_return_address(0)});                                         \
-    return rc;                                                                                         \
+#define MEMREPLAY_MEM_ALLOC_POOL_ASYNC(name)                                                                         \
+  MEMREPLAY_EXPORT CUresult name(CUdeviceptr* ptr, size_t size, CUmemoryPool pool, CUstream stream) {                \
+    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, pool, stream); \
   }
 MEMREPLAY_MEM_ALLOC_POOL_ASYNC(cuMemAllocFromPoolAsync)
 MEMREPLAY_MEM_ALLOC_POOL_ASYNC(cuMemAllocFromPoolAsync_ptsz)
 
-#define MEMREPLAY_MEM_FREE_ASYNC(name)                                                                 \
+#define MEMREPLAY_MEM_FREE_ASYNC(name)                                                                  \
   MEMREPLAY_EXPORT CUresult name(CUdeviceptr ptr, CUstream stream) {                                    \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                          \
-    mi::CallScope scope;                                                                               \
-    const CUresult rc = real_fn(ptr, stream);                                                          \
-    if (scope.outermost() && ptr != 0)                                                                 \
-      mi::record_call({Api::name, EventKind::free_completed, rc, u64(stream), ptr, 0, 0,               \
-                       __builtin_return_address(0)});                                                  \
-    return rc;                                                                                         \
+    return INTERCEPT(name, mi::free_event({EventKind::free_completed, u64(stream), ptr}), ptr, stream); \
   }
 MEMREPLAY_MEM_FREE_ASYNC(cuMemFreeAsync)
 MEMREPLAY_MEM_FREE_ASYNC(cuMemFreeAsync_ptsz)
@@ -102,163 +69,102 @@ MEMREPLAY_MEM_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 MEMREPLAY_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                               unsigned long long flags) {
-  REAL_OR_FAIL(Api::cuMemAddressReserve, decltype(&cuMemAddressReserve));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(ptr, size, alignment, addr, flags);
-  if (scope.outermost())
-    mi::record_call({Api::cuMemAddressReserve, EventKind::address_reserve, rc, 0,
-                     rc == CUDA_SUCCESS && ptr ? *ptr : 0, size, 0, __builtin_return_address(0)});
-  return rc;
+  const auto describe = mi::allocation_event(EventKind::address_reserve, 0, ptr, size);
+  return INTERCEPT(cuMemAddressReserve, describe, ptr, size, alignment, addr, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  REAL_OR_FAIL(Api::cuMemAddressFree, decltype(&cuMemAddressFree));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuMemAddressFree, EventKind::address_free, 0, 0, ptr, size, 0, __builtin_return_address(0)},
-                real_fn, ptr, size);
+  return INTERCEPT(cuMemAddressFree, mi::event({EventKind::address_free, 0, ptr, size}), ptr, size);
 }
 
+// The handle is the event's aux: segment_map names the physical memory it maps.
 MEMREPLAY_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                       const CUmemAllocationProp* prop, unsigned long long flags) {
-  REAL_OR_FAIL(Api::cuMemCreate, decltype(&cuMemCreate));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(handle, size, prop, flags);
-  if (scope.outermost())
-    mi::record_call({Api::cuMemCreate, EventKind::physical_alloc, rc, 0, 0, size,
-                     rc == CUDA_SUCCESS && handle ? static_cast<uint64_t>(*handle) : 0, __builtin_return_address(0)});
-  return rc;
+  const auto describe = [&](CUresult rc) {
+    return mi::Call{EventKind::physical_alloc, 0, 0, size, mi::produced(rc, handle)};
+  };
+  return INTERCEPT(cuMemCreate, describe, handle, size, prop, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  REAL_OR_FAIL(Api::cuMemRelease, decltype(&cuMemRelease));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuMemRelease, EventKind::physical_free, 0, 0, 0, 0, handle, __builtin_return_address(0)},
-                real_fn, handle);
+  return INTERCEPT(cuMemRelease, mi::event({EventKind::physical_free, 0, 0, 0, handle}), handle);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                                    unsigned long long flags) {
-  REAL_OR_FAIL(Api::cuMemMap, decltype(&cuMemMap));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuMemMap, EventKind::segment_map, 0, 0, ptr, size, handle, __builtin_return_address(0)},
-                real_fn, ptr, size, offset, handle, flags);
+  const auto describe = mi::event({EventKind::segment_map, 0, ptr, size, handle});
+  return INTERCEPT(cuMemMap, describe, ptr, size, offset, handle, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  REAL_OR_FAIL(Api::cuMemUnmap, decltype(&cuMemUnmap));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuMemUnmap, EventKind::segment_unmap, 0, 0, ptr, size, 0, __builtin_return_address(0)},
-                real_fn, ptr, size);
+  return INTERCEPT(cuMemUnmap, mi::event({EventKind::segment_unmap, 0, ptr, size}), ptr, size);
 }
 
 // --- streams, events, synchronization ------------------------------------------------------------
 
 MEMREPLAY_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
-  REAL_OR_FAIL(Api::cuStreamCreate, decltype(&cuStreamCreate));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(stream, flags);
-  if (scope.outermost())
-    mi::record_call({Api::cuStreamCreate, EventKind::stream_create, rc, rc == CUDA_SUCCESS && stream ? u64(*stream) : 0,
-                     0, 0, 0, __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cuStreamCreate, mi::stream_created_event(stream), stream, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
-  REAL_OR_FAIL(Api::cuStreamCreateWithPriority, decltype(&cuStreamCreateWithPriority));
-  mi::CallScope scope;
-  const CUresult rc = real_fn(stream, flags, priority);
-  if (scope.outermost())
-    mi::record_call({Api::cuStreamCreateWithPriority, EventKind::stream_create, rc,
-                     rc == CUDA_SUCCESS && stream ? u64(*stream) : 0, 0, 0, 0, __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cuStreamCreateWithPriority, mi::stream_created_event(stream), stream, flags, priority);
 }
 
 MEMREPLAY_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
-  REAL_OR_FAIL(Api::cuStreamDestroy_v2, decltype(&cuStreamDestroy_v2));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuStreamDestroy_v2, EventKind::stream_destroy, 0, u64(stream), 0, 0, 0,
-                        __builtin_return_address(0)},
-                real_fn, stream);
+  return INTERCEPT(cuStreamDestroy_v2, mi::event({EventKind::stream_destroy, u64(stream)}), stream);
 }
 
-#define MEMREPLAY_CU_EVENT_RECORD(name)                                                                    \
-  MEMREPLAY_EXPORT CUresult name(CUevent event, CUstream stream) {                                          \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                              \
-    mi::CallScope scope;                                                                                   \
-    return traced(scope, {Api::name, EventKind::event_record, 0, u64(stream), 0, 0, u64(event),            \
-                          __builtin_return_address(0)},                                                    \
-                  real_fn, event, stream);                                                                 \
+#define MEMREPLAY_CU_EVENT_RECORD(name)                                                                         \
+  MEMREPLAY_EXPORT CUresult name(CUevent event, CUstream stream) {                                              \
+    return INTERCEPT(name, mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}), event, stream); \
   }
 MEMREPLAY_CU_EVENT_RECORD(cuEventRecord)
 MEMREPLAY_CU_EVENT_RECORD(cuEventRecord_ptsz)
 
-#define MEMREPLAY_CU_EVENT_RECORD_FLAGS(name)                                                              \
-  MEMREPLAY_EXPORT CUresult name(CUevent event, CUstream stream, unsigned int flags) {                      \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                              \
-    mi::CallScope scope;                                                                                   \
-    return traced(scope, {Api::name, EventKind::event_record, 0, u64(stream), 0, 0, u64(event),            \
-                          __builtin_return_address(0)},                                                    \
-                  real_fn, event, stream, flags);                                                          \
+#define MEMREPLAY_CU_EVENT_RECORD_FLAGS(name)                                                  \
+  MEMREPLAY_EXPORT CUresult name(CUevent event, CUstream stream, unsigned int flags) {         \
+    const auto describe = mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}); \
+    return INTERCEPT(name, describe, event, stream, flags);                                    \
   }
 MEMREPLAY_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags)
 MEMREPLAY_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags_ptsz)
 
-#define MEMREPLAY_CU_STREAM_WAIT(name)                                                                     \
-  MEMREPLAY_EXPORT CUresult name(CUstream stream, CUevent event, unsigned int flags) {                      \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                              \
-    mi::CallScope scope;                                                                                   \
-    return traced(scope, {Api::name, EventKind::stream_wait_event, 0, u64(stream), 0, 0, u64(event),       \
-                          __builtin_return_address(0)},                                                    \
-                  real_fn, stream, event, flags);                                                          \
+#define MEMREPLAY_CU_STREAM_WAIT(name)                                                              \
+  MEMREPLAY_EXPORT CUresult name(CUstream stream, CUevent event, unsigned int flags) {              \
+    const auto describe = mi::event({EventKind::stream_wait_event, u64(stream), 0, 0, u64(event)}); \
+    return INTERCEPT(name, describe, stream, event, flags);                                         \
   }
 MEMREPLAY_CU_STREAM_WAIT(cuStreamWaitEvent)
 MEMREPLAY_CU_STREAM_WAIT(cuStreamWaitEvent_ptsz)
 
-#define MEMREPLAY_CU_STREAM_SYNC(name)                                                                     \
-  MEMREPLAY_EXPORT CUresult name(CUstream stream) {                                                         \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                              \
-    mi::CallScope scope;                                                                                   \
-    return traced(scope, {Api::name, EventKind::synchronize, 0, u64(stream), 0, 0, 0, __builtin_return_address(0)}, \
-                  real_fn, stream);                                                                        \
+#define MEMREPLAY_CU_STREAM_SYNC(name)                                                \
+  MEMREPLAY_EXPORT CUresult name(CUstream stream) {                                   \
+    return INTERCEPT(name, mi::event({EventKind::synchronize, u64(stream)}), stream); \
   }
 MEMREPLAY_CU_STREAM_SYNC(cuStreamSynchronize)
 MEMREPLAY_CU_STREAM_SYNC(cuStreamSynchronize_ptsz)
 
 MEMREPLAY_EXPORT CUresult cuEventSynchronize(CUevent event) {
-  REAL_OR_FAIL(Api::cuEventSynchronize, decltype(&cuEventSynchronize));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuEventSynchronize, EventKind::synchronize, 0, 0, 0, 0, u64(event),
-                        __builtin_return_address(0)},
-                real_fn, event);
+  return INTERCEPT(cuEventSynchronize, mi::event({EventKind::synchronize, 0, 0, 0, u64(event)}), event);
 }
 
 MEMREPLAY_EXPORT CUresult cuCtxSynchronize() {
-  REAL_OR_FAIL(Api::cuCtxSynchronize, decltype(&cuCtxSynchronize));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuCtxSynchronize, EventKind::synchronize, 0, 0, 0, 0, 0, __builtin_return_address(0)},
-                real_fn);
+  return INTERCEPT(cuCtxSynchronize, mi::event({EventKind::synchronize}));
 }
 
 MEMREPLAY_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  REAL_OR_FAIL(Api::cuCtxSynchronize_v2, decltype(&cuCtxSynchronize_v2));
-  mi::CallScope scope;
-  return traced(scope, {Api::cuCtxSynchronize_v2, EventKind::synchronize, 0, 0, 0, 0, 0, __builtin_return_address(0)},
-                real_fn, ctx);
+  return INTERCEPT(cuCtxSynchronize_v2, mi::event({EventKind::synchronize}), ctx);
 }
 
 // --- entry-point lookup ------------------------------------------------------------------------
 
 MEMREPLAY_EXPORT CUresult cuGetProcAddress(const char* symbol, void** fn, int version, cuuint64_t flags) {
-  REAL_OR_FAIL(Api::cuGetProcAddress, decltype(&cuGetProcAddress));
-  const CUresult rc = real_fn(symbol, fn, version, flags);
-  if (rc == CUDA_SUCCESS && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, version, flags, *fn);
-  return rc;
+  return look_up_entry<decltype(&cuGetProcAddress)>(Api::cuGetProcAddress, __builtin_return_address(0), symbol, fn,
+                                                    version, flags);
 }
 
 MEMREPLAY_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, cuuint64_t flags,
                                               CUdriverProcAddressQueryResult* status) {
-  REAL_OR_FAIL(Api::cuGetProcAddress_v2, decltype(&cuGetProcAddress_v2));
-  const CUresult rc = real_fn(symbol, fn, version, flags, status);
-  if (rc == CUDA_SUCCESS && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, version, flags, *fn);
-  return rc;
+  return look_up_entry<decltype(&cuGetProcAddress_v2)>(Api::cuGetProcAddress_v2, __builtin_return_address(0), symbol,
+                                                       fn, version, flags, status);
 }

@@ -1,5 +1,7 @@
-// Wrappers of the CUDA runtime API (libcudart.so). Each calls the real function inside a
-// CallScope, so the driver calls the runtime makes for it are not recorded a second time.
+// Wrappers of the CUDA runtime API (libcudart.so). Each is one intercept() (hooks.h), whose
+// CallScope keeps the driver calls the runtime makes for it from being recorded a second time,
+// and the event its call becomes; the _ptsz twins (per-thread default stream) come from one macro
+// each.
 #include "recorder/interposer/cuda_declarations.h"
 #include "recorder/interposer/hooks.h"
 #include "recorder/interposer/proc_address.h"
@@ -7,220 +9,138 @@
 namespace mi = memreplay::interposer;
 using memreplay::EventKind;
 using mi::Api;
-using mi::free_kind;
-using mi::malloc_kind;
 using mi::u64;
+
+// The wrapper `name`'s call of the real function with the arguments, recorded as describe says;
+// without a real function the program sees "no runtime".
+#define INTERCEPT(name, describe, ...)                                                                 \
+  mi::intercept<decltype(&name)>(Api::name, __builtin_return_address(0), cudaErrorInitializationError, \
+                                 describe __VA_OPT__(, ) __VA_ARGS__)
 
 namespace {
 
-// The real function, or a failure the program sees as "no runtime" when there is none.
-#define REAL_OR_FAIL(api, fn_type) \
-  auto real_fn = mi::real<fn_type>(api, __builtin_return_address(0)); \
-  if (real_fn == nullptr) return cudaErrorInitializationError
-
+// cudaGetDriverEntryPoint*: the real function called with (symbol, fn, args...), then our wrapper
+// handed out instead of the driver function for the symbols we wrap. version and flags are the
+// lookup's, for wrap_driver_entry (version -1: the variants that take none).
 template <typename Fn, typename... Args>
-cudaError_t malloc_like(Api api, EventKind kind, const void* caller, void** ptr, size_t size, cudaStream_t stream,
-                        Fn real_fn, Args... args) {
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn(ptr, size, args...);
-  if (scope.outermost())
-    mi::record_call({api, kind, rc, u64(stream), rc == cudaSuccess && ptr ? u64(*ptr) : 0, size, 0, caller});
+cudaError_t look_up_entry(Api api, const void* caller, const char* symbol, void** fn, int version,
+                          unsigned long long flags, Args... args) {
+  const auto real_fn = mi::real<Fn>(api, caller);
+  if (real_fn == nullptr) return cudaErrorInitializationError;
+  const cudaError_t rc = real_fn(symbol, fn, args...);
+  if (rc == cudaSuccess && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, version, flags, *fn);
   return rc;
 }
 
 }  // namespace
 
+// --- allocation ---
+
 MEMREPLAY_EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
-  REAL_OR_FAIL(Api::cudaMalloc, decltype(&cudaMalloc));
-  return malloc_like(Api::cudaMalloc, malloc_kind(), __builtin_return_address(0), ptr, size, nullptr, real_fn);
+  return INTERCEPT(cudaMalloc, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  REAL_OR_FAIL(Api::cudaMallocManaged, decltype(&cudaMallocManaged));
-  return malloc_like(Api::cudaMallocManaged, malloc_kind(), __builtin_return_address(0), ptr, size, nullptr, real_fn,
-                     flags);
+  return INTERCEPT(cudaMallocManaged, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size, flags);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaFree(void* ptr) {
-  REAL_OR_FAIL(Api::cudaFree, decltype(&cudaFree));
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn(ptr);
-  // cudaFree(nullptr) is the classic way to create the context: nothing is freed.
-  if (scope.outermost() && ptr != nullptr)
-    mi::record_call({Api::cudaFree, free_kind(), rc, 0, u64(ptr), 0, 0, __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cudaFree, mi::free_event({mi::free_kind(), 0, u64(ptr)}), ptr);
 }
 
-#define MEMREPLAY_MALLOC_ASYNC(name)                                                                          \
+#define MEMREPLAY_MALLOC_ASYNC(name)                                                                           \
   MEMREPLAY_EXPORT cudaError_t name(void** ptr, size_t size, cudaStream_t stream) {                            \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    return malloc_like(Api::name, EventKind::alloc, __builtin_return_address(0), ptr, size, stream, real_fn, \
-                       stream);                                                                               \
+    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, stream); \
   }
 MEMREPLAY_MALLOC_ASYNC(cudaMallocAsync)
 MEMREPLAY_MALLOC_ASYNC(cudaMallocAsync_ptsz)
 
-#define MEMREPLAY_MALLOC_POOL_ASYNC(name)                                                                     \
-  MEMREPLAY_EXPORT cudaError_t name(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {        \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    return malloc_like(Api::name, EventKind::alloc, __builtin_return_address(0), ptr, size, stream, real_fn, \
-                       pool, stream);                                                                         \
+#define MEMREPLAY_MALLOC_POOL_ASYNC(name)                                                                            \
+  MEMREPLAY_EXPORT cudaError_t name(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {              \
+    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, pool, stream); \
   }
 MEMREPLAY_MALLOC_POOL_ASYNC(cudaMallocFromPoolAsync)
 MEMREPLAY_MALLOC_POOL_ASYNC(cudaMallocFromPoolAsync_ptsz)
 
-#define MEMREPLAY_FREE_ASYNC(name)                                                                            \
-  MEMREPLAY_EXPORT cudaError_t name(void* ptr, cudaStream_t stream) {                                          \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    mi::CallScope scope;                                                                                      \
-    const cudaError_t rc = real_fn(ptr, stream);                                                              \
-    if (scope.outermost() && ptr != nullptr)                                                                  \
-      mi::record_call({Api::name, EventKind::free_completed, rc, u64(stream), u64(ptr), 0, 0,                 \
-                       __builtin_return_address(0)});                                                         \
-    return rc;                                                                                                \
+#define MEMREPLAY_FREE_ASYNC(name)                                                                           \
+  MEMREPLAY_EXPORT cudaError_t name(void* ptr, cudaStream_t stream) {                                        \
+    return INTERCEPT(name, mi::free_event({EventKind::free_completed, u64(stream), u64(ptr)}), ptr, stream); \
   }
 MEMREPLAY_FREE_ASYNC(cudaFreeAsync)
 MEMREPLAY_FREE_ASYNC(cudaFreeAsync_ptsz)
 
-// --- streams and events ---
-
-template <typename Fn, typename... Args>
-static cudaError_t create_stream(Api api, const void* caller, Fn real_fn, cudaStream_t* stream, Args... args) {
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn(stream, args...);
-  if (scope.outermost())
-    mi::record_call({api, EventKind::stream_create, rc, rc == cudaSuccess && stream ? u64(*stream) : 0, 0, 0, 0, caller});
-  return rc;
-}
+// --- streams, events, synchronization ---
 
 MEMREPLAY_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  REAL_OR_FAIL(Api::cudaStreamCreate, decltype(&cudaStreamCreate));
-  return create_stream(Api::cudaStreamCreate, __builtin_return_address(0), real_fn, stream);
+  return INTERCEPT(cudaStreamCreate, mi::stream_created_event(stream), stream);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  REAL_OR_FAIL(Api::cudaStreamCreateWithFlags, decltype(&cudaStreamCreateWithFlags));
-  return create_stream(Api::cudaStreamCreateWithFlags, __builtin_return_address(0), real_fn, stream, flags);
+  return INTERCEPT(cudaStreamCreateWithFlags, mi::stream_created_event(stream), stream, flags);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
-  REAL_OR_FAIL(Api::cudaStreamCreateWithPriority, decltype(&cudaStreamCreateWithPriority));
-  return create_stream(Api::cudaStreamCreateWithPriority, __builtin_return_address(0), real_fn, stream, flags,
-                       priority);
+  return INTERCEPT(cudaStreamCreateWithPriority, mi::stream_created_event(stream), stream, flags, priority);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  REAL_OR_FAIL(Api::cudaStreamDestroy, decltype(&cudaStreamDestroy));
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn(stream);
-  if (scope.outermost())
-    mi::record_call({Api::cudaStreamDestroy, EventKind::stream_destroy, rc, u64(stream), 0, 0, 0,
-                     __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cudaStreamDestroy, mi::event({EventKind::stream_destroy, u64(stream)}), stream);
 }
 
-#define MEMREPLAY_EVENT_RECORD(name)                                                                          \
-  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream) {                                  \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    mi::CallScope scope;                                                                                      \
-    const cudaError_t rc = real_fn(event, stream);                                                            \
-    if (scope.outermost())                                                                                    \
-      mi::record_call({Api::name, EventKind::event_record, rc, u64(stream), 0, 0, u64(event),                 \
-                       __builtin_return_address(0)});                                                         \
-    return rc;                                                                                                \
+#define MEMREPLAY_EVENT_RECORD(name)                                                                            \
+  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream) {                                   \
+    return INTERCEPT(name, mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}), event, stream); \
   }
 MEMREPLAY_EVENT_RECORD(cudaEventRecord)
 MEMREPLAY_EVENT_RECORD(cudaEventRecord_ptsz)
 
-#define MEMREPLAY_EVENT_RECORD_FLAGS(name)                                                                    \
-  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {              \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    mi::CallScope scope;                                                                                      \
-    const cudaError_t rc = real_fn(event, stream, flags);                                                     \
-    if (scope.outermost())                                                                                    \
-      mi::record_call({Api::name, EventKind::event_record, rc, u64(stream), 0, 0, u64(event),                 \
-                       __builtin_return_address(0)});                                                         \
-    return rc;                                                                                                \
+#define MEMREPLAY_EVENT_RECORD_FLAGS(name)                                                        \
+  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream, unsigned int flags) { \
+    const auto describe = mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)});    \
+    return INTERCEPT(name, describe, event, stream, flags);                                       \
   }
 MEMREPLAY_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags)
 MEMREPLAY_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags_ptsz)
 
-#define MEMREPLAY_STREAM_WAIT(name)                                                                           \
-  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {              \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    mi::CallScope scope;                                                                                      \
-    const cudaError_t rc = real_fn(stream, event, flags);                                                     \
-    if (scope.outermost())                                                                                    \
-      mi::record_call({Api::name, EventKind::stream_wait_event, rc, u64(stream), 0, 0, u64(event),            \
-                       __builtin_return_address(0)});                                                         \
-    return rc;                                                                                                \
+#define MEMREPLAY_STREAM_WAIT(name)                                                                 \
+  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {   \
+    const auto describe = mi::event({EventKind::stream_wait_event, u64(stream), 0, 0, u64(event)}); \
+    return INTERCEPT(name, describe, stream, event, flags);                                         \
   }
 MEMREPLAY_STREAM_WAIT(cudaStreamWaitEvent)
 MEMREPLAY_STREAM_WAIT(cudaStreamWaitEvent_ptsz)
 
-#define MEMREPLAY_STREAM_SYNC(name)                                                                           \
-  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream) {                                                     \
-    REAL_OR_FAIL(Api::name, decltype(&name));                                                                 \
-    mi::CallScope scope;                                                                                      \
-    const cudaError_t rc = real_fn(stream);                                                                   \
-    if (scope.outermost())                                                                                    \
-      mi::record_call({Api::name, EventKind::synchronize, rc, u64(stream), 0, 0, 0, __builtin_return_address(0)}); \
-    return rc;                                                                                                \
+#define MEMREPLAY_STREAM_SYNC(name)                                                   \
+  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream) {                            \
+    return INTERCEPT(name, mi::event({EventKind::synchronize, u64(stream)}), stream); \
   }
 MEMREPLAY_STREAM_SYNC(cudaStreamSynchronize)
 MEMREPLAY_STREAM_SYNC(cudaStreamSynchronize_ptsz)
 
 MEMREPLAY_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  REAL_OR_FAIL(Api::cudaEventSynchronize, decltype(&cudaEventSynchronize));
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn(event);
-  if (scope.outermost())
-    mi::record_call({Api::cudaEventSynchronize, EventKind::synchronize, rc, 0, 0, 0, u64(event),
-                     __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cudaEventSynchronize, mi::event({EventKind::synchronize, 0, 0, 0, u64(event)}), event);
 }
 
 MEMREPLAY_EXPORT cudaError_t cudaDeviceSynchronize() {
-  REAL_OR_FAIL(Api::cudaDeviceSynchronize, decltype(&cudaDeviceSynchronize));
-  mi::CallScope scope;
-  const cudaError_t rc = real_fn();
-  if (scope.outermost())
-    mi::record_call({Api::cudaDeviceSynchronize, EventKind::synchronize, rc, 0, 0, 0, 0, __builtin_return_address(0)});
-  return rc;
+  return INTERCEPT(cudaDeviceSynchronize, mi::event({EventKind::synchronize}));
 }
 
-// --- driver entry points handed out by the runtime: ours, for the functions we wrap ---
+// --- driver entry points handed out by the runtime ---
 
-MEMREPLAY_EXPORT cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** fn, unsigned long long flags,
-                                                     cudaDriverEntryPointQueryResult* status) {
-  REAL_OR_FAIL(Api::cudaGetDriverEntryPoint, decltype(&cudaGetDriverEntryPoint));
-  const cudaError_t rc = real_fn(symbol, fn, flags, status);
-  if (rc == cudaSuccess && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, -1, flags, *fn);
-  return rc;
-}
+#define MEMREPLAY_GET_DRIVER_ENTRY_POINT(name)                                                           \
+  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned long long flags,             \
+                                    cudaDriverEntryPointQueryResult* status) {                           \
+    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn, -1, flags, \
+                                          flags, status);                                                \
+  }
+MEMREPLAY_GET_DRIVER_ENTRY_POINT(cudaGetDriverEntryPoint)
+MEMREPLAY_GET_DRIVER_ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
 
-MEMREPLAY_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** fn, unsigned long long flags,
-                                                          cudaDriverEntryPointQueryResult* status) {
-  REAL_OR_FAIL(Api::cudaGetDriverEntryPoint_ptsz, decltype(&cudaGetDriverEntryPoint_ptsz));
-  const cudaError_t rc = real_fn(symbol, fn, flags, status);
-  if (rc == cudaSuccess && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, -1, flags, *fn);
-  return rc;
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int version,
-                                                              unsigned long long flags,
-                                                              cudaDriverEntryPointQueryResult* status) {
-  REAL_OR_FAIL(Api::cudaGetDriverEntryPointByVersion, decltype(&cudaGetDriverEntryPointByVersion));
-  const cudaError_t rc = real_fn(symbol, fn, version, flags, status);
-  if (rc == cudaSuccess && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, static_cast<int>(version), flags, *fn);
-  return rc;
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fn, unsigned int version,
-                                                                   unsigned long long flags,
-                                                                   cudaDriverEntryPointQueryResult* status) {
-  REAL_OR_FAIL(Api::cudaGetDriverEntryPointByVersion_ptsz, decltype(&cudaGetDriverEntryPointByVersion_ptsz));
-  const cudaError_t rc = real_fn(symbol, fn, version, flags, status);
-  if (rc == cudaSuccess && fn != nullptr) *fn = mi::wrap_driver_entry(symbol, static_cast<int>(version), flags, *fn);
-  return rc;
-}
+#define MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(name)                                                \
+  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned int version,                 \
+                                    unsigned long long flags, cudaDriverEntryPointQueryResult* status) { \
+    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn,            \
+                                          static_cast<int>(version), flags, version, flags, status);     \
+  }
+MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)
+MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)
