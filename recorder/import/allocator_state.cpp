@@ -179,27 +179,23 @@ AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::spa
 std::vector<Event> preexisting_events(const AllocatorState& state, uint32_t device, uint64_t time_ns) {
   std::vector<Event> events;
   events.reserve(state.segments.size() + state.blocks.size() * 2);
-  for (const SegmentState& s : state.segments) {
-    Event e;
-    e.kind = s.expandable ? EventKind::segment_map : EventKind::segment_alloc;
-    e.device = device;
-    e.time_ns = time_ns;
-    e.stream = s.stream;
-    e.address = s.address;
-    e.size = s.size;
-    e.flags = kPreexisting;
-    events.push_back(e);
-  }
+  for (const SegmentState& s : state.segments)
+    events.push_back({.kind = s.expandable ? EventKind::segment_map : EventKind::segment_alloc,
+                      .device = device,
+                      .time_ns = time_ns,
+                      .stream = s.stream,
+                      .address = s.address,
+                      .size = s.size,
+                      .flags = kPreexisting});
   for (const BlockState& b : state.blocks) {
-    Event e;
-    e.kind = EventKind::alloc;
-    e.device = device;
-    e.time_ns = time_ns;
-    e.stream = b.stream;
-    e.address = b.address;
-    e.size = b.requested;
-    e.flags = kPreexisting;
-    e.aux = b.size;
+    Event e{.kind = EventKind::alloc,
+            .device = device,
+            .time_ns = time_ns,
+            .stream = b.stream,
+            .address = b.address,
+            .size = b.requested,
+            .flags = kPreexisting,
+            .aux = b.size};
     events.push_back(e);
     if (b.pending_free) {
       e.kind = EventKind::free_requested;

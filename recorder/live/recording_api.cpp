@@ -34,14 +34,7 @@ void record(EventKind kind, uint32_t device, Stream stream, uint64_t address, ui
             uint64_t aux = 0) noexcept {
   LiveRecorder* r = g_current.load(std::memory_order_acquire);
   if (r == nullptr) return;
-  Event e;
-  e.kind = kind;
-  e.device = device;
-  e.stream = stream;
-  e.address = address;
-  e.size = size;
-  e.aux = aux;
-  r->record(e);
+  r->record({.kind = kind, .device = device, .stream = stream, .address = address, .size = size, .aux = aux});
 }
 
 uint64_t address_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
