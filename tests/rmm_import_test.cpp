@@ -11,6 +11,7 @@
 #include "recorder/import/import.h"
 #include "recorder/import/rmm_log_importer.h"
 #include "recorder/import/trace_sink.h"
+#include "tests/test_support.h"
 
 namespace memreplay {
 namespace {
@@ -34,12 +35,7 @@ CollectingSink import_text(const std::string& csv) {
 }
 
 std::string import_error(const std::string& csv) {
-  try {
-    import_text(csv);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::error_of<InputError>([&] { import_text(csv); });
 }
 
 TEST(RmmImport, EveryActionOfTheDocumentedFormat) {

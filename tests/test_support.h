@@ -33,6 +33,17 @@ std::string read_bytes(const std::filesystem::path& path);
 // and returns the trace's path.
 std::string imported_trace(const std::string& name);
 
+// The message of the E that f() throws; "" when it throws nothing.
+template <typename E, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A fresh, empty directory per test, named after the suite, the test and this process, removed
 // afterwards.
 class TempDirTest : public ::testing::Test {
