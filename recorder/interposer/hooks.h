@@ -48,29 +48,29 @@ namespace memreplay::interposer {
 enum class Library : uint8_t { runtime, driver };
 
 // Every exported symbol we wrap: name, library.
-#define MEMREPLAY_INTERPOSED(X)                                                                     \
-  X(cudaMalloc, runtime) X(cudaFree, runtime) X(cudaMallocManaged, runtime)                       \
-  X(cudaMallocAsync, runtime) X(cudaMallocAsync_ptsz, runtime) X(cudaFreeAsync, runtime)            \
-  X(cudaFreeAsync_ptsz, runtime) X(cudaMallocFromPoolAsync, runtime)                                \
-  X(cudaMallocFromPoolAsync_ptsz, runtime) X(cudaStreamCreate, runtime)                             \
-  X(cudaStreamCreateWithFlags, runtime) X(cudaStreamCreateWithPriority, runtime)                    \
-  X(cudaStreamDestroy, runtime) X(cudaEventRecord, runtime) X(cudaEventRecord_ptsz, runtime)        \
-  X(cudaEventRecordWithFlags, runtime) X(cudaEventRecordWithFlags_ptsz, runtime)                    \
-  X(cudaStreamWaitEvent, runtime) X(cudaStreamWaitEvent_ptsz, runtime)                              \
-  X(cudaStreamSynchronize, runtime) X(cudaStreamSynchronize_ptsz, runtime)                          \
-  X(cudaEventSynchronize, runtime) X(cudaDeviceSynchronize, runtime)                                \
-  X(cudaGetDriverEntryPoint, runtime) X(cudaGetDriverEntryPoint_ptsz, runtime)                      \
-  X(cudaGetDriverEntryPointByVersion, runtime) X(cudaGetDriverEntryPointByVersion_ptsz, runtime)    \
-  X(cuMemAlloc_v2, driver) X(cuMemFree_v2, driver) X(cuMemAllocManaged, driver)                     \
-  X(cuMemAllocAsync, driver) X(cuMemAllocAsync_ptsz, driver) X(cuMemFreeAsync, driver)              \
-  X(cuMemFreeAsync_ptsz, driver) X(cuMemAllocFromPoolAsync, driver)                                 \
-  X(cuMemAllocFromPoolAsync_ptsz, driver) X(cuMemCreate, driver) X(cuMemRelease, driver)            \
-  X(cuMemMap, driver) X(cuMemUnmap, driver) X(cuMemAddressReserve, driver)                          \
-  X(cuMemAddressFree, driver) X(cuStreamCreate, driver) X(cuStreamCreateWithPriority, driver)       \
-  X(cuStreamDestroy_v2, driver) X(cuEventRecord, driver) X(cuEventRecord_ptsz, driver)              \
-  X(cuEventRecordWithFlags, driver) X(cuEventRecordWithFlags_ptsz, driver)                          \
-  X(cuStreamWaitEvent, driver) X(cuStreamWaitEvent_ptsz, driver) X(cuStreamSynchronize, driver)     \
-  X(cuStreamSynchronize_ptsz, driver) X(cuEventSynchronize, driver) X(cuCtxSynchronize, driver)     \
+#define MEMREPLAY_INTERPOSED(X)                                                                  \
+  X(cudaMalloc, runtime) X(cudaFree, runtime) X(cudaMallocManaged, runtime)                      \
+  X(cudaMallocAsync, runtime) X(cudaMallocAsync_ptsz, runtime) X(cudaFreeAsync, runtime)         \
+  X(cudaFreeAsync_ptsz, runtime) X(cudaMallocFromPoolAsync, runtime)                             \
+  X(cudaMallocFromPoolAsync_ptsz, runtime) X(cudaStreamCreate, runtime)                          \
+  X(cudaStreamCreateWithFlags, runtime) X(cudaStreamCreateWithPriority, runtime)                 \
+  X(cudaStreamDestroy, runtime) X(cudaEventRecord, runtime) X(cudaEventRecord_ptsz, runtime)     \
+  X(cudaEventRecordWithFlags, runtime) X(cudaEventRecordWithFlags_ptsz, runtime)                 \
+  X(cudaStreamWaitEvent, runtime) X(cudaStreamWaitEvent_ptsz, runtime)                           \
+  X(cudaStreamSynchronize, runtime) X(cudaStreamSynchronize_ptsz, runtime)                       \
+  X(cudaEventSynchronize, runtime) X(cudaDeviceSynchronize, runtime)                             \
+  X(cudaGetDriverEntryPoint, runtime) X(cudaGetDriverEntryPoint_ptsz, runtime)                   \
+  X(cudaGetDriverEntryPointByVersion, runtime) X(cudaGetDriverEntryPointByVersion_ptsz, runtime) \
+  X(cuMemAlloc_v2, driver) X(cuMemFree_v2, driver) X(cuMemAllocManaged, driver)                  \
+  X(cuMemAllocAsync, driver) X(cuMemAllocAsync_ptsz, driver) X(cuMemFreeAsync, driver)           \
+  X(cuMemFreeAsync_ptsz, driver) X(cuMemAllocFromPoolAsync, driver)                              \
+  X(cuMemAllocFromPoolAsync_ptsz, driver) X(cuMemCreate, driver) X(cuMemRelease, driver)         \
+  X(cuMemMap, driver) X(cuMemUnmap, driver) X(cuMemAddressReserve, driver)                       \
+  X(cuMemAddressFree, driver) X(cuStreamCreate, driver) X(cuStreamCreateWithPriority, driver)    \
+  X(cuStreamDestroy_v2, driver) X(cuEventRecord, driver) X(cuEventRecord_ptsz, driver)           \
+  X(cuEventRecordWithFlags, driver) X(cuEventRecordWithFlags_ptsz, driver)                       \
+  X(cuStreamWaitEvent, driver) X(cuStreamWaitEvent_ptsz, driver) X(cuStreamSynchronize, driver)  \
+  X(cuStreamSynchronize_ptsz, driver) X(cuEventSynchronize, driver) X(cuCtxSynchronize, driver)  \
   X(cuCtxSynchronize_v2, driver) X(cuGetProcAddress, driver) X(cuGetProcAddress_v2, driver)
 
 enum class Api : uint16_t {
@@ -187,6 +187,22 @@ template <typename T>
 auto stream_created_event(const T* out) noexcept {
   return [=](auto rc) { return Call{EventKind::stream_create, produced(rc, out)}; };
 }
+// physical memory created: the handle it wrote through `out`, as aux (segment_map names it so).
+template <typename T>
+auto physical_alloc_event(const T* out, uint64_t size) noexcept {
+  return [=](auto rc) { return Call{EventKind::physical_alloc, 0, 0, size, produced(rc, out)}; };
+}
+
+// Defines the exported wrapper `name params` as intercept() of the real function with `args` (in
+// parentheses) and `describe` (an expression of the parameters). Result is the library's status
+// type, no_real the status for "not initialized".
+#define MEMREPLAY_WRAPPER(Result, no_real, name, params, args, describe)                                      \
+  MEMREPLAY_EXPORT Result name params {                                                                       \
+    return ::memreplay::interposer::intercept<decltype(&name)>(::memreplay::interposer::Api::name,            \
+                                                               __builtin_return_address(0), no_real, describe \
+                                                               MEMREPLAY_MORE_ARGS args);                     \
+  }
+#define MEMREPLAY_MORE_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 
 // cudaMalloc-family calls as alloc/free_completed rather than segment_* (MEMREPLAY_MALLOC_EVENTS).
 bool mallocs_as_allocs() noexcept;

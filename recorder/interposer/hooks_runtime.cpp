@@ -1,7 +1,8 @@
-// Wrappers of the CUDA runtime API (libcudart.so). Each is one intercept() (hooks.h), whose
-// CallScope keeps the driver calls the runtime makes for it from being recorded a second time,
-// and the event its call becomes; the _ptsz twins (per-thread default stream) come from one macro
-// each.
+// Wrappers of the CUDA runtime API (libcudart.so). Each intercept()'s CallScope (hooks.h) keeps
+// the driver calls the runtime makes for it from being recorded a second time. One line a
+// wrapper: its name, parameters, the arguments it passes to the real function, and the event the
+// call becomes; TWINS adds the _ptsz twin (the same call on the per-thread default stream).
+// Without a real runtime, calls fail with cudaErrorInitializationError.
 #include "recorder/interposer/cuda_declarations.h"
 #include "recorder/interposer/hooks.h"
 #include "recorder/interposer/proc_address.h"
@@ -11,11 +12,43 @@ using memreplay::EventKind;
 using mi::Api;
 using mi::u64;
 
-// The wrapper `name`'s call of the real function with the arguments, recorded as describe says;
-// without a real function the program sees "no runtime".
-#define INTERCEPT(name, describe, ...)                                                                 \
-  mi::intercept<decltype(&name)>(Api::name, __builtin_return_address(0), cudaErrorInitializationError, \
-                                 describe __VA_OPT__(, ) __VA_ARGS__)
+#define WRAP(name, params, args, describe) \
+  MEMREPLAY_WRAPPER(cudaError_t, cudaErrorInitializationError, name, params, args, describe)
+#define TWINS(name, params, args, describe) \
+  WRAP(name, params, args, describe) WRAP(name##_ptsz, params, args, describe)
+
+// --- allocation ---
+
+WRAP(cudaMalloc, (void** ptr, size_t size), (ptr, size), mi::allocation_event(mi::malloc_kind(), 0, ptr, size))
+WRAP(cudaMallocManaged, (void** ptr, size_t size, unsigned int flags), (ptr, size, flags),
+     mi::allocation_event(mi::malloc_kind(), 0, ptr, size))
+WRAP(cudaFree, (void* ptr), (ptr), mi::free_event({mi::free_kind(), 0, u64(ptr)}))
+TWINS(cudaMallocAsync, (void** ptr, size_t size, cudaStream_t stream), (ptr, size, stream),
+      mi::allocation_event(EventKind::alloc, u64(stream), ptr, size))
+TWINS(cudaMallocFromPoolAsync, (void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),
+      (ptr, size, pool, stream), mi::allocation_event(EventKind::alloc, u64(stream), ptr, size))
+TWINS(cudaFreeAsync, (void* ptr, cudaStream_t stream), (ptr, stream),
+      mi::free_event({EventKind::free_completed, u64(stream), u64(ptr)}))
+
+// --- streams, events, synchronization ---
+
+WRAP(cudaStreamCreate, (cudaStream_t* stream), (stream), mi::stream_created_event(stream))
+WRAP(cudaStreamCreateWithFlags, (cudaStream_t* stream, unsigned int flags), (stream, flags),
+     mi::stream_created_event(stream))
+WRAP(cudaStreamCreateWithPriority, (cudaStream_t* stream, unsigned int flags, int priority),
+     (stream, flags, priority), mi::stream_created_event(stream))
+WRAP(cudaStreamDestroy, (cudaStream_t stream), (stream), mi::event({EventKind::stream_destroy, u64(stream)}))
+TWINS(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream), (event, stream),
+      mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}))
+TWINS(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags),
+      (event, stream, flags), mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}))
+TWINS(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags),
+      mi::event({EventKind::stream_wait_event, u64(stream), 0, 0, u64(event)}))
+TWINS(cudaStreamSynchronize, (cudaStream_t stream), (stream), mi::event({EventKind::synchronize, u64(stream)}))
+WRAP(cudaEventSynchronize, (cudaEvent_t event), (event), mi::event({EventKind::synchronize, 0, 0, 0, u64(event)}))
+WRAP(cudaDeviceSynchronize, (), (), mi::event({EventKind::synchronize}))
+
+// --- driver entry points handed out by the runtime ---
 
 namespace {
 
@@ -33,99 +66,6 @@ cudaError_t look_up_entry(Api api, const void* caller, const char* symbol, void*
 }
 
 }  // namespace
-
-// --- allocation ---
-
-MEMREPLAY_EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
-  return INTERCEPT(cudaMalloc, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  return INTERCEPT(cudaMallocManaged, mi::allocation_event(mi::malloc_kind(), 0, ptr, size), ptr, size, flags);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaFree(void* ptr) {
-  return INTERCEPT(cudaFree, mi::free_event({mi::free_kind(), 0, u64(ptr)}), ptr);
-}
-
-#define MEMREPLAY_MALLOC_ASYNC(name)                                                                           \
-  MEMREPLAY_EXPORT cudaError_t name(void** ptr, size_t size, cudaStream_t stream) {                            \
-    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, stream); \
-  }
-MEMREPLAY_MALLOC_ASYNC(cudaMallocAsync)
-MEMREPLAY_MALLOC_ASYNC(cudaMallocAsync_ptsz)
-
-#define MEMREPLAY_MALLOC_POOL_ASYNC(name)                                                                            \
-  MEMREPLAY_EXPORT cudaError_t name(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {              \
-    return INTERCEPT(name, mi::allocation_event(EventKind::alloc, u64(stream), ptr, size), ptr, size, pool, stream); \
-  }
-MEMREPLAY_MALLOC_POOL_ASYNC(cudaMallocFromPoolAsync)
-MEMREPLAY_MALLOC_POOL_ASYNC(cudaMallocFromPoolAsync_ptsz)
-
-#define MEMREPLAY_FREE_ASYNC(name)                                                                           \
-  MEMREPLAY_EXPORT cudaError_t name(void* ptr, cudaStream_t stream) {                                        \
-    return INTERCEPT(name, mi::free_event({EventKind::free_completed, u64(stream), u64(ptr)}), ptr, stream); \
-  }
-MEMREPLAY_FREE_ASYNC(cudaFreeAsync)
-MEMREPLAY_FREE_ASYNC(cudaFreeAsync_ptsz)
-
-// --- streams, events, synchronization ---
-
-MEMREPLAY_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  return INTERCEPT(cudaStreamCreate, mi::stream_created_event(stream), stream);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  return INTERCEPT(cudaStreamCreateWithFlags, mi::stream_created_event(stream), stream, flags);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
-  return INTERCEPT(cudaStreamCreateWithPriority, mi::stream_created_event(stream), stream, flags, priority);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  return INTERCEPT(cudaStreamDestroy, mi::event({EventKind::stream_destroy, u64(stream)}), stream);
-}
-
-#define MEMREPLAY_EVENT_RECORD(name)                                                                            \
-  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream) {                                   \
-    return INTERCEPT(name, mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}), event, stream); \
-  }
-MEMREPLAY_EVENT_RECORD(cudaEventRecord)
-MEMREPLAY_EVENT_RECORD(cudaEventRecord_ptsz)
-
-#define MEMREPLAY_EVENT_RECORD_FLAGS(name)                                                        \
-  MEMREPLAY_EXPORT cudaError_t name(cudaEvent_t event, cudaStream_t stream, unsigned int flags) { \
-    const auto describe = mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)});    \
-    return INTERCEPT(name, describe, event, stream, flags);                                       \
-  }
-MEMREPLAY_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags)
-MEMREPLAY_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags_ptsz)
-
-#define MEMREPLAY_STREAM_WAIT(name)                                                                 \
-  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {   \
-    const auto describe = mi::event({EventKind::stream_wait_event, u64(stream), 0, 0, u64(event)}); \
-    return INTERCEPT(name, describe, stream, event, flags);                                         \
-  }
-MEMREPLAY_STREAM_WAIT(cudaStreamWaitEvent)
-MEMREPLAY_STREAM_WAIT(cudaStreamWaitEvent_ptsz)
-
-#define MEMREPLAY_STREAM_SYNC(name)                                                   \
-  MEMREPLAY_EXPORT cudaError_t name(cudaStream_t stream) {                            \
-    return INTERCEPT(name, mi::event({EventKind::synchronize, u64(stream)}), stream); \
-  }
-MEMREPLAY_STREAM_SYNC(cudaStreamSynchronize)
-MEMREPLAY_STREAM_SYNC(cudaStreamSynchronize_ptsz)
-
-MEMREPLAY_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return INTERCEPT(cudaEventSynchronize, mi::event({EventKind::synchronize, 0, 0, 0, u64(event)}), event);
-}
-
-MEMREPLAY_EXPORT cudaError_t cudaDeviceSynchronize() {
-  return INTERCEPT(cudaDeviceSynchronize, mi::event({EventKind::synchronize}));
-}
-
-// --- driver entry points handed out by the runtime ---
 
 #define MEMREPLAY_GET_DRIVER_ENTRY_POINT(name)                                                           \
   MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned long long flags,             \
