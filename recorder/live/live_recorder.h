@@ -3,7 +3,7 @@
 // thread writes them to the trace file.
 //
 //   thread A ─ record() ─► [ring A] ─┐
-//   thread B ─ record() ─► [ring B] ─┼─► writer thread: merge by sequence number ─► TraceWriter
+//   thread B ─ record() ─► [ring B] ─┼─► writer thread: merge by sequence number ─► LiveTraceWriter
 //   thread C ─ record() ─► [ring C] ─┘    (every drain_interval; a chunk every flush_interval)
 //
 // The file is written by LiveTraceWriter (live_trace_writer.h): the .mrt format without protobuf,

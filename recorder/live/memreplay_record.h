@@ -1,7 +1,7 @@
 /* The recording API in C, exported by libmemreplay_record.so: for code that cannot link our C++
  * (the PyTorch extension, built against the user's torch and loading this library with dlopen;
- * other languages). Same semantics as live_recorder.h; the library carries its own protobuf,
- * zstd and C++ runtime, all hidden, so it clashes with nothing in the host process.
+ * other languages). Same semantics as live_recorder.h; the library carries its own zstd, zlib
+ * and C++ runtime, all hidden, so it clashes with nothing in the host process.
  *
  *   char error[256];
  *   const char* header[] = {"source", "my-allocator", "setting:block_size", "512"};
