@@ -204,6 +204,11 @@ auto physical_alloc_event(const T* out, uint64_t size) noexcept {
   }
 #define MEMREPLAY_MORE_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 
+// The same for `name` and its _ptsz twin (the same call on the per-thread default stream).
+#define MEMREPLAY_WRAPPER_TWINS(Result, no_real, name, params, args, describe) \
+  MEMREPLAY_WRAPPER(Result, no_real, name, params, args, describe)             \
+  MEMREPLAY_WRAPPER(Result, no_real, name##_ptsz, params, args, describe)
+
 // cudaMalloc-family calls as alloc/free_completed rather than segment_* (MEMREPLAY_MALLOC_EVENTS).
 bool mallocs_as_allocs() noexcept;
 inline EventKind malloc_kind() noexcept { return mallocs_as_allocs() ? EventKind::alloc : EventKind::segment_alloc; }

@@ -11,10 +11,8 @@ using memreplay::EventKind;
 using mi::Api;
 using mi::u64;
 
-#define WRAP(name, params, args, describe) \
-  MEMREPLAY_WRAPPER(CUresult, CUDA_ERROR_NOT_INITIALIZED, name, params, args, describe)
-#define TWINS(name, params, args, describe) \
-  WRAP(name, params, args, describe) WRAP(name##_ptsz, params, args, describe)
+#define WRAP(...) MEMREPLAY_WRAPPER(CUresult, CUDA_ERROR_NOT_INITIALIZED, __VA_ARGS__)
+#define TWINS(...) MEMREPLAY_WRAPPER_TWINS(CUresult, CUDA_ERROR_NOT_INITIALIZED, __VA_ARGS__)
 
 // --- allocation -------------------------------------------------------------------------------
 

@@ -12,10 +12,8 @@ using memreplay::EventKind;
 using mi::Api;
 using mi::u64;
 
-#define WRAP(name, params, args, describe) \
-  MEMREPLAY_WRAPPER(cudaError_t, cudaErrorInitializationError, name, params, args, describe)
-#define TWINS(name, params, args, describe) \
-  WRAP(name, params, args, describe) WRAP(name##_ptsz, params, args, describe)
+#define WRAP(...) MEMREPLAY_WRAPPER(cudaError_t, cudaErrorInitializationError, __VA_ARGS__)
+#define TWINS(...) MEMREPLAY_WRAPPER_TWINS(cudaError_t, cudaErrorInitializationError, __VA_ARGS__)
 
 // --- allocation ---
 
