@@ -42,7 +42,7 @@ void print_error(const std::string& message) { std::fprintf(stderr, "memreplay: 
 
 }  // namespace
 
-struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient, detail::ProcessHookClient {
+struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
   Impl(const std::string& path, const LiveTraceHeader& header, LiveRecorderOptions options);
   ~Impl() override;
 
@@ -53,10 +53,10 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient, detail::P
   // ExitFlushClient
   void flush_at_exit() noexcept override { close(); }
   void flush_on_signal() noexcept override;
-  // ProcessHookClient
-  void thread_exited(uint64_t thread_key) override;
-  // The writer thread and the file belong to the parent: stop recording.
-  void forked_child() noexcept override;
+  // From process_hooks_: a thread has exited; in a fork() child, the writer thread and the file
+  // belong to the parent: stop recording.
+  void thread_exited(uint64_t thread_key);
+  void forked_child() noexcept;
 
   // --- writer thread ---
   static void* writer_main(void* self);
@@ -70,7 +70,7 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient, detail::P
   ThreadRing* ring_for_this_thread() noexcept;
   ThreadRing* register_thread() noexcept;
 
-  // What record() reads and writes, on the object's first cache line (after the two vtable pointers):
+  // What record() reads and writes, on the object's first cache line (after the vtable pointer):
   // a record() whose caches went cold meanwhile misses once here.
   const uint64_t id_ = g_next_recorder_id.fetch_add(1);
   const bool ticks_ = detail::ticks_pay();  // record() stamps ticks (tick_clock.h), not ns
@@ -119,6 +119,16 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient, detail::P
   std::atomic<uint64_t> dropped_after_failure_{0};
   detail::StackResolution stacks_;
   detail::FreeSizes free_sizes_;
+
+  // Thread exit and fork() (process_hooks.h), through a member rather than a second base class,
+  // so that what record() reads keeps its place right after the one vtable pointer.
+  struct ProcessHooks final : detail::ProcessHookClient {
+    explicit ProcessHooks(Impl& owner) : impl(owner) {}
+    void thread_exited(uint64_t thread_key) override { impl.thread_exited(thread_key); }
+    void forked_child() noexcept override { impl.forked_child(); }
+    Impl& impl;
+  };
+  ProcessHooks process_hooks_{*this};
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -128,7 +138,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
   // The header is on disk at once: even a run killed right away leaves a readable (empty) trace.
   writer_ = std::make_unique<LiveTraceWriter>(path, header, options_.events_per_chunk, options_.zstd_level);
 
-  detail::watch_process_events(this);
+  detail::watch_process_events(&process_hooks_);
   if (ticks_) ticks_to_ns_.start();  // before any record() can stamp ticks
   open_.store(true);
   // The writer thread must not take the process's asynchronous signals: a handler on it would
@@ -140,7 +150,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (rc != 0) {
     open_.store(false);
-    detail::unwatch_process_events(this);
+    detail::unwatch_process_events(&process_hooks_);
     throw std::runtime_error("memreplay: cannot start the trace writer thread");
   }
   thread_started_ = true;
@@ -151,7 +161,7 @@ LiveRecorder::Impl::Impl(const std::string& path, const LiveTraceHeader& header,
 LiveRecorder::Impl::~Impl() {
   close();
   detail::unwatch_process_exit(this);
-  detail::unwatch_process_events(this);
+  detail::unwatch_process_events(&process_hooks_);
 }
 
 // --- hot path --------------------------------------------------------------------------------
