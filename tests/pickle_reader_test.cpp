@@ -25,7 +25,7 @@ using pickle::Value;
 const std::string& sample(const std::string& name) {
   static std::map<std::string, std::string> samples;
   auto [it, inserted] = samples.try_emplace(name);
-  if (inserted) it->second = testing::read_bytes(testing::source_dir() / "tests" / "data" / "pickles" / (name + ".pickle"));
+  if (inserted) it->second = testing::read_bytes(testing::source_dir() / "tests/data/pickles" / (name + ".pickle"));
   return it->second;
 }
 
@@ -351,7 +351,8 @@ TEST(PickleReader, CorruptBytesNeverCrash) {
 
 // The same for the protocol 0-5 samples, through the unpickler alone.
 TEST(PickleReader, CorruptSamplesNeverCrash) {
-  for (std::string bytes : {sample("protocol0"), sample("protocol1"), sample("protocol2"), sample("protocol3"), sample("protocol4"), sample("protocol5")}) {
+  for (const char* name : {"protocol0", "protocol1", "protocol2", "protocol3", "protocol4", "protocol5"}) {
+    std::string bytes = sample(name);
     for (size_t i = 0; i < bytes.size(); ++i) {
       const char original = bytes[i];
       for (const int mask : {0xff, 0x01, 0x40}) {

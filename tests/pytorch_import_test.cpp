@@ -183,7 +183,7 @@ class RealTrace : public ::testing::TestWithParam<std::string> {};
 // Per-kind counts of recorded events equal the trace's action counts in the ground truth.
 TEST_P(RealTrace, CountsMatchGroundTruth) {
   const Imported& t = imported(GetParam());
-  const nlohmann::json truth = testing::read_json(shared_path(fs::path("groundtruth") / "runs" / (GetParam() + ".json")));
+  const nlohmann::json truth = testing::read_json(shared_path("groundtruth/runs/" + GetParam() + ".json"));
   std::map<std::string, uint64_t> counts;
   uint64_t recorded = 0;
   for (const Event& e : t.sink.events)

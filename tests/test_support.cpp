@@ -35,7 +35,8 @@ std::vector<std::string> shared_names(const fs::path& relative, const std::strin
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(shared_dir() / relative, ec)) {
     const std::string file = entry.path().filename().string();
-    if (file.size() > suffix.size() && file.ends_with(suffix)) names.push_back(file.substr(0, file.size() - suffix.size()));
+    if (file.size() > suffix.size() && file.ends_with(suffix))
+      names.push_back(file.substr(0, file.size() - suffix.size()));
   }
   std::sort(names.begin(), names.end());
   return names;
