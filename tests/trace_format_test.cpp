@@ -19,6 +19,7 @@
 #include "recorder/import/trace_writer.h"
 #include "proto/chunk_decoder.h"
 #include "proto/trace_reader.h"
+#include "proto/version.h"
 
 namespace memreplay {
 namespace {
@@ -183,9 +184,9 @@ TEST_F(TraceFormat, RoundTripKeepsEveryFieldAcrossChunks) {
   EXPECT_EQ(reader.truncation_note(), std::nullopt);
 
   proto::TraceHeader expected = sample_header();
-  expected.set_format_major(proto::FORMAT_MAJOR);
+  expected.set_format_major(format::kFormatMajor);
   expected.set_format_minor(format::kFormatMinor);
-  expected.set_producer("memreplay 0.1.0");
+  expected.set_producer(std::string(kProducer));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(reader.header(), expected))
       << reader.header().DebugString();
 
