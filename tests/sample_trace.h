@@ -2,6 +2,7 @@
 // trace that exercises every field, reading a file back, and file helpers.
 #pragma once
 
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@
 
 #include "proto/event.h"
 #include "proto/frame_text.h"
-#include "proto/trace_encoder.h"
+#include "proto/trace.pb.h"
 #include "proto/trace_reader.h"
 
 namespace memreplay::testing {
@@ -50,17 +51,23 @@ inline void write_bytes(const std::string& path, std::string_view bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Every field of the header set, non-UTF-8 bytes included nowhere (see the UTF-8 test for those).
-inline TraceHeaderFields sample_header_fields() {
-  TraceHeaderFields h;
-  h.source = "api";
-  h.source_file = "/data/run.pickle";
-  h.capture_time_ns = 1'722'000'000'123'456'789ull;
-  h.command_line = "python train.py --batch 64";
-  h.pid = 4242;
-  h.devices = {{0, "NVIDIA H200", 150'109'880'320ull}, {1, "", 0}};
-  h.allocator_settings = {{"expandable_segments", "True"}, {"max_split_size", "-1"}};
-  h.starts_mid_run = true;
+// A header with every field set but the format version, which the writers set.
+inline proto::TraceHeader sample_header() {
+  proto::TraceHeader h;
+  const bool parsed = google::protobuf::TextFormat::ParseFromString(R"pb(
+    source: "api"
+    source_file: "/data/run.pickle"
+    capture_time_ns: 1722000000123456789
+    command_line: "python train.py --batch 64"
+    pid: 4242
+    devices { index: 0 name: "NVIDIA H200" total_memory: 150109880320 }
+    devices { index: 1 }
+    allocator_settings { key: "expandable_segments" value: "True" }
+    allocator_settings { key: "max_split_size" value: "-1" }
+    producer: "a test"
+    starts_mid_run: true
+  )pb", &h);
+  EXPECT_TRUE(parsed);
   return h;
 }
 

@@ -39,7 +39,6 @@ using testing::ReadBack;
 using testing::SampleTrace;
 using testing::read_back;
 using testing::read_bytes;
-using testing::sample_header_fields;
 using testing::sample_stacks;
 using testing::sample_trace;
 using testing::write_bytes;
@@ -60,25 +59,6 @@ struct WriterOptions {
   int zstd_level = 3;
 };
 
-proto::TraceHeader proto_header(const TraceHeaderFields& f) {
-  proto::TraceHeader h;
-  h.set_source(f.source);
-  h.set_source_file(f.source_file);
-  h.set_capture_time_ns(f.capture_time_ns);
-  h.set_command_line(f.command_line);
-  h.set_pid(f.pid);
-  for (const auto& d : f.devices) {
-    proto::DeviceInfo* info = h.add_devices();
-    info->set_index(d.index);
-    info->set_name(d.name);
-    info->set_total_memory(d.total_memory);
-  }
-  for (const auto& [k, v] : f.allocator_settings) (*h.mutable_allocator_settings())[k] = v;
-  h.set_producer(f.producer);
-  h.set_starts_mid_run(f.starts_mid_run);
-  return h;
-}
-
 template <typename Writer>
 class Adapter final : public AnyWriter {
  public:
@@ -98,28 +78,28 @@ class Adapter final : public AnyWriter {
 struct WriterKind {
   std::string name;
   bool streaming;  // chunks reach the file as they are written, not only at finish()
-  std::function<std::unique_ptr<AnyWriter>(const std::string&, const TraceHeaderFields&, WriterOptions)> open;
+  std::function<std::unique_ptr<AnyWriter>(const std::string&, const proto::TraceHeader&, WriterOptions)> open;
 };
 
 void PrintTo(const WriterKind& kind, std::ostream* os) { *os << kind.name; }
 
-std::unique_ptr<AnyWriter> open_trace_writer(const std::string& path, const TraceHeaderFields& header,
+std::unique_ptr<AnyWriter> open_trace_writer(const std::string& path, const proto::TraceHeader& header,
                                              WriterOptions o, bool atomic) {
   auto w = std::make_unique<Adapter<TraceWriter>>(
       path, TraceWriterOptions{.events_per_chunk = o.events_per_chunk, .zstd_level = o.zstd_level, .atomic = atomic});
-  w->writer().begin(proto_header(header));
+  w->writer().begin(header);
   return w;
 }
 
 const std::vector<WriterKind>& writer_kinds() {
   static const std::vector<WriterKind> kinds = {
       {"TraceWriter", false,
-       [](const std::string& p, const TraceHeaderFields& h, WriterOptions o) { return open_trace_writer(p, h, o, true); }},
+       [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) { return open_trace_writer(p, h, o, true); }},
       {"TraceWriterStreaming", true,
-       [](const std::string& p, const TraceHeaderFields& h, WriterOptions o) { return open_trace_writer(p, h, o, false); }},
+       [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) { return open_trace_writer(p, h, o, false); }},
       {"LiveTraceWriter", true,
-       [](const std::string& p, const TraceHeaderFields& h, WriterOptions o) -> std::unique_ptr<AnyWriter> {
-         return std::make_unique<Adapter<LiveTraceWriter>>(p, h, o.events_per_chunk, o.zstd_level);
+       [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) -> std::unique_ptr<AnyWriter> {
+         return std::make_unique<Adapter<LiveTraceWriter>>(p, header_fields(h), o.events_per_chunk, o.zstd_level);
        }},
   };
   return kinds;
@@ -171,7 +151,7 @@ class WriterContract : public ::testing::TestWithParam<WriterKind>, public testi
   void SetUp() override { make_dir("memreplay_writer_contract_"); }
   void TearDown() override { remove_dir(); }
   std::unique_ptr<AnyWriter> open(const std::string& name, WriterOptions options = {},
-                                  const TraceHeaderFields& header = sample_header_fields()) {
+                                  const proto::TraceHeader& header = testing::sample_header()) {
     return GetParam().open(path(name), header, options);
   }
 };
@@ -183,10 +163,9 @@ TEST_P(WriterContract, EveryFieldOfEveryKindRoundTripsAcrossChunks) {
   TraceReader reader(path("t.mrt"));
   EXPECT_TRUE(reader.complete());
   EXPECT_EQ(reader.truncation_note(), std::nullopt);
-  proto::TraceHeader expected = proto_header(sample_header_fields());
+  proto::TraceHeader expected = testing::sample_header();
   expected.set_format_major(format::kFormatMajor);
   expected.set_format_minor(format::kFormatMinor);
-  expected.set_producer(std::string(kProducer));
   EXPECT_TRUE(MessageDifferencer::Equals(reader.header(), expected)) << reader.header().DebugString();
 
   std::vector<Event> all, batch;
@@ -289,10 +268,10 @@ TEST_P(WriterContract, RecordsHoldProtobufsOwnEncodingOfTheirMessages) {
 
 TEST_P(WriterContract, StringsThatAreNotUtf8AreRepairedNotFatal) {
   // Protobuf will not parse a string field that is not UTF-8, so no writer may write one.
-  TraceHeaderFields header = sample_header_fields();
-  header.command_line = "python \xff.py";
-  header.allocator_settings["k\xc0"] = "v";
-  header.producer = "mine \xfe";
+  proto::TraceHeader header = testing::sample_header();
+  header.set_command_line("python \xff.py");
+  (*header.mutable_allocator_settings())["k\xc0"] = "v";
+  header.set_producer("mine \xfe");
   auto writer = open("t.mrt", {}, header);
   const uint32_t stack = writer->intern_stack(std::vector<FrameText>{{"caf\xe9.py", 3, "f\xed\xa0\x80"}});
   writer->append_annotation(Event{.kind = EventKind::annotation, .stack = stack}, {{"name", "\xf5"}});
@@ -319,7 +298,7 @@ struct SmallTrace {
 
 SmallTrace small_trace(const WriterKind& kind, const std::string& path) {
   SmallTrace s;
-  write_sample(*kind.open(path, sample_header_fields(), {.events_per_chunk = 4}), s.trace);
+  write_sample(*kind.open(path, testing::sample_header(), {.events_per_chunk = 4}), s.trace);
   s.bytes = read_bytes(path);
   s.footer = format::get_u64(reinterpret_cast<const unsigned char*>(s.bytes.data()) + s.bytes.size() -
                              format::kTrailerBytes);
@@ -399,7 +378,7 @@ TEST_P(WriterContract, FlippedBytesGiveACleanErrorOrCorrectValues) {
   if (GetParam().streaming) {
     // What a streaming writer's file holds before finish(): the finished one without footer and
     // trailer.
-    auto writer = GetParam().open(path("live.mrt"), sample_header_fields(), {.events_per_chunk = 4});
+    auto writer = GetParam().open(path("live.mrt"), testing::sample_header(), {.events_per_chunk = 4});
     write_sample(*writer, s.trace, false);
     originals.emplace_back("unfinished", read_bytes(path("live.mrt")));
     ASSERT_EQ(originals.back().second, s.bytes.substr(0, s.footer));
@@ -492,6 +471,13 @@ TEST_P(WriterContract, MisuseThrowsLogicErrorNamingTheCall) {
   EXPECT_EQ(TraceReader::read_all(path("t.mrt")), (std::vector<Event>{Event{.time_ns = 5}}));
 }
 
+TEST_P(WriterContract, ProducerIsMemreplaysVersionUnlessGiven) {
+  proto::TraceHeader header = testing::sample_header();
+  header.clear_producer();
+  open("t.mrt", {}, header)->finish();
+  EXPECT_EQ(TraceReader(path("t.mrt")).header().producer(), "memreplay " + std::string(kVersion));
+}
+
 TEST_P(WriterContract, EmptyTraceRoundTrips) {
   open("t.mrt")->finish();
   TraceReader reader(path("t.mrt"));
@@ -516,7 +502,7 @@ TEST_P(WriterContract, FullDiskThrowsInputErrorNamingThePath) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   if (GetParam().name == "TraceWriter") GTEST_SKIP() << "writes a temporary file beside the path";
   try {
-    GetParam().open("/dev/full", sample_header_fields(), {});  // the header is written at once
+    GetParam().open("/dev/full", testing::sample_header(), {});  // the header is written at once
     FAIL() << "writing to /dev/full succeeded";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/dev/full: cannot write"), std::string::npos) << e.what();
@@ -539,7 +525,7 @@ TEST_F(WriterContractAll, EveryWriterWritesTheSameBytes) {
   std::string first;
   for (const WriterKind& kind : writer_kinds()) {
     SCOPED_TRACE(kind.name);
-    write_sample(*kind.open(path(kind.name + ".mrt"), sample_header_fields(), {.events_per_chunk = 50}), t);
+    write_sample(*kind.open(path(kind.name + ".mrt"), testing::sample_header(), {.events_per_chunk = 50}), t);
     const std::string bytes = read_bytes(path(kind.name + ".mrt"));
     if (first.empty()) first = bytes;
     EXPECT_EQ(bytes, first);

@@ -15,9 +15,9 @@ std::string file_path_for(const std::string& path, bool atomic) {
   return atomic ? path + ".tmp." + std::to_string(::getpid()) : path;
 }
 
-// Every field of TraceHeader but the format version, which the encoder sets.
-// tests/writer_contract_test.cpp fails when TraceHeader gains a field this does not copy.
-TraceHeaderFields fields_of(const proto::TraceHeader& h) {
+}  // namespace
+
+TraceHeaderFields header_fields(const proto::TraceHeader& h) {
   TraceHeaderFields fields;
   fields.source = h.source();
   fields.source_file = h.source_file();
@@ -31,8 +31,6 @@ TraceHeaderFields fields_of(const proto::TraceHeader& h) {
   return fields;
 }
 
-}  // namespace
-
 TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
     : path_(std::move(path)),
       file_path_(file_path_for(path_, options.atomic)),
@@ -45,7 +43,7 @@ TraceWriter::~TraceWriter() {
   if (atomic_) ::unlink(file_path_.c_str());
 }
 
-void TraceWriter::begin(const proto::TraceHeader& header) { encoder_.begin(fields_of(header)); }
+void TraceWriter::begin(const proto::TraceHeader& header) { encoder_.begin(header_fields(header)); }
 
 void TraceWriter::finish() {
   if (in_place_) return;

@@ -39,6 +39,10 @@ struct TraceWriterOptions {
   bool atomic = true;
 };
 
+// Every field of a TraceHeader but the format version (which the encoder sets), as the encoder
+// takes them. tests/writer_contract_test.cpp fails when TraceHeader gains a field this misses.
+TraceHeaderFields header_fields(const proto::TraceHeader& header);
+
 class TraceWriter final : public TraceSink {
  public:
   // Creates the output file (the temporary one when atomic); throws InputError if it cannot.
