@@ -69,7 +69,7 @@ enum {
 typedef struct memreplay_recorder memreplay_recorder;
 
 typedef struct {
-  uint32_t events_per_chunk;      /* 0: default (16384) */
+  uint32_t events_per_chunk;      /* 0: default (16384); at most 2097152 */
   uint32_t flush_interval_ms;     /* 0: default (500) */
   uint32_t thread_buffer_events;  /* 0: default (16384) */
 } memreplay_options;
