@@ -66,22 +66,13 @@ const char* split_chunk(std::string_view bytes, Columns& columns, std::string& o
     const uint8_t* const field_start = p;
     uint64_t tag, length = 0, ignored;
     if (!read_varint(p, end, tag)) return "chunk has a malformed field tag";
-    switch (tag & 7) {
-      case 0:
-        if (!read_varint(p, end, ignored)) return "chunk has a malformed varint";
-        break;
-      case 1:
-        length = 8;
-        break;
-      case 2:
-        if (!read_varint(p, end, length)) return "chunk has a malformed length";
-        break;
-      case 5:
-        length = 4;
-        break;
-      default:
-        return "chunk has a field of an unsupported wire type";
-    }
+    // The value after the tag: a varint (type 0), a length and that many bytes (2), or a fixed 8
+    // or 4 bytes (1, 5). Groups (3, 4) are not proto3.
+    const uint64_t type = tag & 7;
+    if (type == 0 && !read_varint(p, end, ignored)) return "chunk has a malformed varint";
+    if (type == 2 && !read_varint(p, end, length)) return "chunk has a malformed length";
+    if (type == 1 || type == 5) length = type == 1 ? 8 : 4;
+    if (type > 2 && type != 5) return "chunk has a field of an unsupported wire type";
     if (length > static_cast<uint64_t>(end - p)) return "chunk has a field running past its end";
     const uint64_t column = (tag >> 3) - kFirstColumnField;
     if (column < kColumns) {

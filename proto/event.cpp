@@ -11,6 +11,12 @@ constexpr std::array<std::string_view, kEventKindCount> kNames = {
     "physical_free",
 };
 
+struct NamedFlag {
+  std::string_view name;
+  EventFlag flag;
+};
+constexpr NamedFlag kFlags[] = {{"preexisting", kPreexisting}, {"failed", kFailed}, {"inferred", kInferred}};
+
 }  // namespace
 
 bool is_valid_event_kind(uint32_t value) { return value >= 1 && value < kEventKindCount; }
@@ -23,6 +29,12 @@ std::string_view event_kind_name(EventKind kind) {
 std::optional<EventKind> event_kind_from_name(std::string_view name) {
   for (uint32_t i = 1; i < kEventKindCount; ++i)
     if (kNames[i] == name) return static_cast<EventKind>(i);
+  return std::nullopt;
+}
+
+std::optional<EventFlag> event_flag_from_name(std::string_view name) {
+  for (const NamedFlag& f : kFlags)
+    if (f.name == name) return f.flag;
   return std::nullopt;
 }
 

@@ -68,5 +68,7 @@ struct Event {
 std::string_view event_kind_name(EventKind kind);
 std::optional<EventKind> event_kind_from_name(std::string_view name);
 bool is_valid_event_kind(uint32_t value);
+// An EventFlag by its name: "preexisting", "failed", "inferred".
+std::optional<EventFlag> event_flag_from_name(std::string_view name);
 
 }  // namespace memreplay

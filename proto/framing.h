@@ -1,4 +1,4 @@
-// Byte layout of a .mrt file around the protobuf messages of trace.proto.
+// Byte layout of a .mrt file around the messages of trace.proto, and the format version.
 //
 //   offset 0   "MRTRACE1"                                   file magic, 8 bytes
 //   then       record*                                      header, chunks..., footer
@@ -7,8 +7,8 @@
 //   record:    +--------+--------+--------+----------------------+
 //              | type   | length | crc32  | payload (length B)   |   u32 fields, little-endian
 //              +--------+--------+--------+----------------------+
-//   HEADER and FOOTER payloads are serialized protobuf; a CHUNK payload is a zstd frame holding a
-//   serialized Chunk. crc32 (zlib) covers the payload, so a torn or flipped record is detected.
+//   HEADER and FOOTER payloads are a TraceHeader and a Footer in protobuf's wire format; a CHUNK
+//   payload is a zstd frame holding a Chunk in that wire format. crc32 (zlib) covers the payload, so a torn or flipped record is detected.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,10 @@ inline constexpr size_t kRecordHeaderBytes = 12;
 inline constexpr size_t kTrailerBytes = 16;
 // No record is bigger than this: a larger length field means the file is damaged.
 inline constexpr uint32_t kMaxRecordBytes = 256u << 20;
-inline constexpr uint32_t kFormatMinor = 0;
+// The format version, its one definition (TraceHeader.format_major/format_minor). Readers accept
+// every minor version of their major and refuse a newer major.
+inline constexpr uint32_t kFormatMajor = 1;  // bump on every incompatible change
+inline constexpr uint32_t kFormatMinor = 0;  // bump on a compatible addition
 
 enum class RecordType : uint32_t { header = 1, chunk = 2, footer = 3 };
 

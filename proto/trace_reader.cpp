@@ -82,7 +82,7 @@ void TraceReader::read_header() {
   if (format::payload_crc(payload) != record->crc) fail(at, "header record fails its CRC check");
   if (!header_.ParseFromString(payload)) fail(at, "header record does not parse");
 
-  const uint32_t ours = proto::FORMAT_MAJOR;
+  const uint32_t ours = format::kFormatMajor;
   if (header_.format_major() > ours)
     fail(at, "format version " + std::to_string(header_.format_major()) + " is newer than this reader's " +
                  std::to_string(ours) + "; upgrade memreplay");

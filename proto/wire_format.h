@@ -1,13 +1,13 @@
-// Protobuf's wire format, by hand: enough of it to write the messages of proto/trace.proto
-// without linking protobuf (see live_trace_writer.h for why). proto3 rules: a singular scalar or
-// string equal to its default is left out; repeated scalars are packed; a repeated element is
-// always written, even when empty.
+// Protobuf's wire format, by hand: what the protobuf-free encoders (chunk_encoder.h,
+// trace_encoder.h) need to write the messages of trace.proto. They write what protobuf's own
+// serializer writes: fields in number order; a singular scalar or string equal to its default left
+// out; repeated scalars packed; a repeated element always written, even when empty; a map entry
+// with both its key and its value.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace memreplay::wire {
 
@@ -25,14 +25,18 @@ inline void tag(std::string& out, uint32_t field, WireType type) { varint(out, (
 
 inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 
-// Singular uint32/uint64/bool: left out when 0.
-inline void scalar(std::string& out, uint32_t field, uint64_t v) {
-  if (v == 0) return;
+// A varint field, written whatever its value (a map entry's key and value).
+inline void number(std::string& out, uint32_t field, uint64_t v) {
   tag(out, field, kVarint);
   varint(out, v);
 }
 
-// A length-delimited value (string, bytes, nested message), always written.
+// Singular uint32/uint64/bool: left out when 0.
+inline void scalar(std::string& out, uint32_t field, uint64_t v) {
+  if (v != 0) number(out, field, v);
+}
+
+// A length-delimited value (string, bytes, nested message, packed column), always written.
 inline void bytes(std::string& out, uint32_t field, std::string_view value) {
   tag(out, field, kLengthDelimited);
   varint(out, value.size());
@@ -44,18 +48,8 @@ inline void text(std::string& out, uint32_t field, std::string_view value) {
   if (!value.empty()) bytes(out, field, value);
 }
 
-// Packed repeated uint32/uint64 (zigzag for sint64); left out when empty.
-template <typename T>
-void packed(std::string& out, uint32_t field, const std::vector<T>& values, bool zigzag_encode = false) {
-  if (values.empty()) return;
-  std::string body;
-  body.reserve(values.size() * 2);
-  for (const T v : values) varint(body, zigzag_encode ? zigzag(static_cast<int64_t>(v)) : static_cast<uint64_t>(v));
-  bytes(out, field, body);
-}
-
-// Protobuf rejects strings that are not UTF-8: each byte that starts no well-formed sequence
-// becomes U+FFFD (as TraceWriter does).
+// Protobuf refuses to parse a string field that is not UTF-8, which would make a whole chunk or
+// header unreadable: each byte that starts no well-formed sequence (Unicode 3.9) becomes U+FFFD.
 std::string valid_utf8(std::string_view text);
 
 }  // namespace memreplay::wire

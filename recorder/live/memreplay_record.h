@@ -1,7 +1,7 @@
 /* The recording API in C, exported by libmemreplay_record.so: for code that cannot link our C++
  * (the PyTorch extension, built against the user's torch and loading this library with dlopen;
- * other languages). Same semantics as live_recorder.h; the library carries its own zstd, zlib
- * and C++ runtime, all hidden, so it clashes with nothing in the host process.
+ * other languages). Same semantics as live_recorder.h; the library carries its own zstd, zlib and
+ * C++ runtime, all hidden, and no protobuf, so it clashes with nothing in the host process.
  *
  *   char error[256];
  *   const char* header[] = {"source", "my-allocator", "setting:block_size", "512"};
@@ -12,7 +12,10 @@
  *
  * Header keys: "source", "command_line", "starts_mid_run" ("1"), "setting:KEY" (allocator
  * settings), "device" ("INDEX;TOTAL_BYTES;NAME", once per device). pid and time are filled in.
- * Kinds are proto/event.h's EventKind numbers; flags its EventFlag bits.
+ * Kinds are proto/event.h's EventKind numbers, flags its EventFlag bits, and the format version
+ * proto/framing.h's: the copies below are held against those when the library is built
+ * (recording_c_api.cpp), and a program that loads the library at run time can compare them with
+ * what it reports (memreplay_format_version, memreplay_event_kind).
  *
  * memreplay_record() may be called from any thread at any time and never blocks; it returns 0
  * when the event was not kept (closed, failed, buffer full). A closed recorder stays a valid,
@@ -29,26 +32,44 @@ extern "C" {
 
 #define MEMREPLAY_RECORD_API __attribute__((visibility("default")))
 
+#define MEMREPLAY_FORMAT_MAJOR 1
+#define MEMREPLAY_FORMAT_MINOR 0
+
+/* size is the requested bytes unless said otherwise. */
 enum {
   MEMREPLAY_ALLOC = 1,
   MEMREPLAY_FREE_REQUESTED = 2,
-  MEMREPLAY_FREE_COMPLETED = 3,
-  MEMREPLAY_SEGMENT_ALLOC = 4,
+  MEMREPLAY_FREE_COMPLETED = 3,  /* reusable by the allocator from now on */
+  MEMREPLAY_SEGMENT_ALLOC = 4,   /* size: segment bytes */
   MEMREPLAY_SEGMENT_FREE = 5,
-  MEMREPLAY_SEGMENT_MAP = 6,
+  MEMREPLAY_SEGMENT_MAP = 6,     /* size: mapped bytes */
   MEMREPLAY_SEGMENT_UNMAP = 7,
-  MEMREPLAY_SNAPSHOT = 8,
-  MEMREPLAY_OOM = 9,
+  MEMREPLAY_SNAPSHOT = 8,        /* size: active bytes */
+  MEMREPLAY_OOM = 9,             /* aux: the device's free bytes */
   MEMREPLAY_EMPTY_CACHE = 10,
-  MEMREPLAY_ANNOTATION = 11,
-  MEMREPLAY_FLAG_PREEXISTING = 1,
-  MEMREPLAY_FLAG_FAILED = 2,
+  MEMREPLAY_ANNOTATION = 11,     /* through memreplay_annotate only */
+  MEMREPLAY_STREAM_CREATE = 12,
+  MEMREPLAY_STREAM_DESTROY = 13,
+  MEMREPLAY_EVENT_RECORD = 14,   /* aux: the CUDA event */
+  MEMREPLAY_STREAM_WAIT_EVENT = 15,
+  MEMREPLAY_SYNCHRONIZE = 16,    /* stream 0 and aux 0: the device */
+  MEMREPLAY_ADDRESS_RESERVE = 17,
+  MEMREPLAY_ADDRESS_FREE = 18,
+  MEMREPLAY_PHYSICAL_ALLOC = 19, /* aux: the allocation handle */
+  MEMREPLAY_PHYSICAL_FREE = 20,
+  MEMREPLAY_KIND_COUNT = 21,     /* one past the largest kind */
+};
+
+enum {
+  MEMREPLAY_FLAG_PREEXISTING = 1, /* state of an allocator that ran before the trace started */
+  MEMREPLAY_FLAG_FAILED = 2,      /* the recorded call failed */
+  MEMREPLAY_FLAG_INFERRED = 4,    /* inferred rather than recorded */
 };
 
 typedef struct memreplay_recorder memreplay_recorder;
 
 typedef struct {
-  uint32_t events_per_chunk;      /* 0: default (16384) */
+  uint32_t events_per_chunk;      /* 0: default (16384); at most 2097152 */
   uint32_t flush_interval_ms;     /* 0: default (500) */
   uint32_t thread_buffer_events;  /* 0: default (16384) */
 } memreplay_options;
@@ -94,6 +115,16 @@ MEMREPLAY_RECORD_API void memreplay_get_stats(memreplay_recorder* r, memreplay_s
 MEMREPLAY_RECORD_API void memreplay_destroy(memreplay_recorder* r);
 /* The recorder's clock: ns since the Unix epoch. */
 MEMREPLAY_RECORD_API uint64_t memreplay_now_ns(void);
+
+/* The version of the trace format this library writes: the major, and the minor in *minor (when
+ * not NULL). */
+MEMREPLAY_RECORD_API uint32_t memreplay_format_version(uint32_t* minor);
+/* The number of an event kind by its name in proto/event.h ("alloc", "segment_map", ...), 0 for a
+ * name this library does not know. */
+MEMREPLAY_RECORD_API uint32_t memreplay_event_kind(const char* name);
+/* The bit of an event flag by its name ("preexisting", "failed", "inferred"), 0 for a name this
+ * library does not know. */
+MEMREPLAY_RECORD_API uint32_t memreplay_event_flag(const char* name);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,59 @@
 // The C API of memreplay_record.h over LiveRecorder.
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "proto/framing.h"
 #include "recorder/live/live_recorder.h"
 #include "recorder/live/process_command_line.h"
 #include "recorder/live/memreplay_record.h"
 
 namespace {
+
+// The C header's copies of the format's numbers, held against their definitions in proto/: a kind
+// added to proto/event.h stops this build until memreplay_record.h has it too.
+using memreplay::EventKind;
+static_assert(MEMREPLAY_FORMAT_MAJOR == memreplay::format::kFormatMajor &&
+              MEMREPLAY_FORMAT_MINOR == memreplay::format::kFormatMinor);
+static_assert(MEMREPLAY_KIND_COUNT == memreplay::kEventKindCount);
+constexpr std::pair<int, EventKind> kCKinds[] = {
+    {MEMREPLAY_ALLOC, EventKind::alloc},
+    {MEMREPLAY_FREE_REQUESTED, EventKind::free_requested},
+    {MEMREPLAY_FREE_COMPLETED, EventKind::free_completed},
+    {MEMREPLAY_SEGMENT_ALLOC, EventKind::segment_alloc},
+    {MEMREPLAY_SEGMENT_FREE, EventKind::segment_free},
+    {MEMREPLAY_SEGMENT_MAP, EventKind::segment_map},
+    {MEMREPLAY_SEGMENT_UNMAP, EventKind::segment_unmap},
+    {MEMREPLAY_SNAPSHOT, EventKind::snapshot},
+    {MEMREPLAY_OOM, EventKind::oom},
+    {MEMREPLAY_EMPTY_CACHE, EventKind::empty_cache},
+    {MEMREPLAY_ANNOTATION, EventKind::annotation},
+    {MEMREPLAY_STREAM_CREATE, EventKind::stream_create},
+    {MEMREPLAY_STREAM_DESTROY, EventKind::stream_destroy},
+    {MEMREPLAY_EVENT_RECORD, EventKind::event_record},
+    {MEMREPLAY_STREAM_WAIT_EVENT, EventKind::stream_wait_event},
+    {MEMREPLAY_SYNCHRONIZE, EventKind::synchronize},
+    {MEMREPLAY_ADDRESS_RESERVE, EventKind::address_reserve},
+    {MEMREPLAY_ADDRESS_FREE, EventKind::address_free},
+    {MEMREPLAY_PHYSICAL_ALLOC, EventKind::physical_alloc},
+    {MEMREPLAY_PHYSICAL_FREE, EventKind::physical_free},
+};
+// Every kind once, each with its own number.
+static_assert(std::size(kCKinds) == memreplay::kEventKindCount - 1);
+static_assert([] {
+  for (size_t i = 0; i < std::size(kCKinds); ++i)
+    if (kCKinds[i].first != static_cast<int>(kCKinds[i].second) || kCKinds[i].first != static_cast<int>(i + 1))
+      return false;
+  return true;
+}());
+static_assert(MEMREPLAY_FLAG_PREEXISTING == uint32_t{memreplay::kPreexisting} &&
+              MEMREPLAY_FLAG_FAILED == uint32_t{memreplay::kFailed} && MEMREPLAY_FLAG_INFERRED == uint32_t{memreplay::kInferred});
 
 using memreplay::ContextResolver;
 using memreplay::FrameText;
@@ -173,5 +215,22 @@ int memreplay_close(memreplay_recorder* r, memreplay_stats* stats) {
 void memreplay_destroy(memreplay_recorder* r) { delete r; }
 
 uint64_t memreplay_now_ns(void) { return LiveRecorder::now_ns(); }
+
+uint32_t memreplay_format_version(uint32_t* minor) {
+  if (minor != nullptr) *minor = memreplay::format::kFormatMinor;
+  return memreplay::format::kFormatMajor;
+}
+
+uint32_t memreplay_event_kind(const char* name) {
+  if (name == nullptr) return 0;
+  const auto kind = memreplay::event_kind_from_name(name);
+  return kind ? static_cast<uint32_t>(*kind) : 0;
+}
+
+uint32_t memreplay_event_flag(const char* name) {
+  if (name == nullptr) return 0;
+  const auto flag = memreplay::event_flag_from_name(name);
+  return flag ? static_cast<uint32_t>(*flag) : 0;
+}
 
 }  // extern "C"

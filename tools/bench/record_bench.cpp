@@ -23,7 +23,6 @@
 // Each hot-path batch fits in the thread's buffer and is flushed with the timer paused, so no
 // event is dropped and the numbers are the recording call itself; the "dropped" counter says so.
 #include <benchmark/benchmark.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +36,7 @@
 #include <vector>
 
 #include "recorder/live/live_trace_writer.h"
-#include "recorder/live/memreplay_record.h"
+#include "recorder/live/memreplay_record_loader.h"
 #include "recorder/live/recording_api.h"
 
 namespace memreplay {
@@ -101,12 +100,7 @@ BENCHMARK(BM_RecordHotPath)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 // The C API of libmemreplay_record.so, found with dlsym as the tracker finds it (the copy linked
 // into this program would skip the shared library's TLS and call costs).
-struct RecordLibrary {
-  decltype(&memreplay_open) open = nullptr;
-  decltype(&memreplay_record) record = nullptr;
-  decltype(&memreplay_flush) flush = nullptr;
-  decltype(&memreplay_close) close = nullptr;
-  decltype(&memreplay_destroy) destroy = nullptr;
+struct RecordLibrary : memreplay_record_library {
   std::string error;
 
   RecordLibrary() {
@@ -117,17 +111,8 @@ struct RecordLibrary {
       std::error_code ec;
       path = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/live/libmemreplay_record.so").string();
     }
-    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      error = "cannot load " + path + " (set MEMREPLAY_RECORD_LIBRARY): " + dlerror();
-      return;
-    }
-    open = reinterpret_cast<decltype(open)>(dlsym(library, "memreplay_open"));
-    record = reinterpret_cast<decltype(record)>(dlsym(library, "memreplay_record"));
-    flush = reinterpret_cast<decltype(flush)>(dlsym(library, "memreplay_flush"));
-    close = reinterpret_cast<decltype(close)>(dlsym(library, "memreplay_close"));
-    destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "memreplay_destroy"));
-    if (!open || !record || !flush || !close || !destroy) error = path + " lacks the C API";
+    error = load(path);
+    if (!error.empty()) error += " (set MEMREPLAY_RECORD_LIBRARY)";
   }
 };
 

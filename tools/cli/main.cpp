@@ -1,7 +1,9 @@
 // memreplay: record GPU memory-allocation traces and replay them against allocator policies.
 #include <iostream>
+#include <string>
 
 #include "proto/input_error.h"
+#include "proto/version.h"
 #include "tools/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -15,7 +17,7 @@ int main(int argc, char** argv) {
       "  memreplay fit run.mrt --policy pytorch          # smallest GPU it fits on",
       "memreplay"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "memreplay 0.1.0");
+  app.set_version_flag("--version", std::string(memreplay::kProducer));
   memreplay::cli::add_record_command(app);
   memreplay::cli::add_import_command(app);
   memreplay::cli::add_info_command(app);

@@ -30,13 +30,22 @@ import sys
 import threading
 import time
 
-from ._native import RecorderUnavailable, extension
+from ._native import FLAGS, KINDS, FormatMismatch, RecorderUnavailable, check_format, extension, find_record_library
 
-__all__ = ["record", "start", "Recording", "RecorderUnavailable"]
+__all__ = ["record", "start", "Recording", "RecorderUnavailable", "FormatMismatch"]
 
-# EventKind / EventFlag numbers of proto/event.h.
-_SEGMENT_ALLOC, _SEGMENT_MAP, _ALLOC, _FREE_REQUESTED, _EMPTY_CACHE = 4, 6, 1, 2, 10
-_PREEXISTING = 1
+_SEGMENT_ALLOC, _SEGMENT_MAP, _ALLOC, _FREE_REQUESTED, _EMPTY_CACHE = (
+    KINDS[k] for k in ("segment_alloc", "segment_map", "alloc", "free_requested", "empty_cache"))
+_PREEXISTING = FLAGS["preexisting"]
+
+# A library of another memreplay version is refused now, not halfway through a job. Without a
+# library yet, the check waits until start() finds one.
+try:
+    _library = find_record_library()
+except RecorderUnavailable:
+    _library = None
+if _library is not None:
+    check_format(_library)
 
 _lock = threading.Lock()
 _active: "Recording | None" = None

@@ -3,7 +3,9 @@
 Two pieces, found at run time:
 - libmemreplay_record.so, built with memreplay (recorder/live/CMakeLists.txt): the recording core and
   the .mrt writer, self-contained (its own zstd and C++ runtime, hidden). Found through
-  $MEMREPLAY_RECORD_LIB, else in a build*/recorder/ or lib/ directory above this package.
+  $MEMREPLAY_RECORD_LIB, else in a build*/recorder/live/ or lib/ directory above this package. Its
+  trace format is checked against this package's (check_format) when the package is imported, if
+  the library is found then, and again before it is used.
 - the tracker extension (csrc/tracker.cpp), compiled here against the installed torch with
   torch.utils.cpp_extension the first time (cached by torch in $TORCH_EXTENSIONS_DIR), with the
   header recorder/live/memreplay_record.h found through $MEMREPLAY_SOURCE_DIR or above this package.
@@ -11,6 +13,7 @@ Two pieces, found at run time:
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -18,9 +21,56 @@ _HERE = Path(__file__).resolve().parent
 _EXTENSION_NAME = "memreplay_torch_tracker"
 _extension = None
 
+# The trace format this package writes: the version, and the EventKind / EventFlag numbers it
+# records with, by their names in proto/event.h. check_format() holds them against what
+# libmemreplay_record.so reports.
+FORMAT_MAJOR = 1
+KINDS = {"alloc": 1, "free_requested": 2, "segment_alloc": 4, "segment_map": 6, "empty_cache": 10}
+FLAGS = {"preexisting": 1}
+
 
 class RecorderUnavailable(RuntimeError):
     """The live recorder cannot run here; the message says why and what to do."""
+
+
+class FormatMismatch(ImportError):
+    """This package and libmemreplay_record.so disagree on the trace format: they come from
+    different versions of memreplay."""
+
+
+def _format_of(library) -> tuple:
+    """(major, {kind: number}, {flag: bit}) as the library reports them, for this package's names."""
+    library.memreplay_format_version.restype = ctypes.c_uint32
+    library.memreplay_format_version.argtypes = [ctypes.c_void_p]
+    for function in (library.memreplay_event_kind, library.memreplay_event_flag):
+        function.restype = ctypes.c_uint32
+        function.argtypes = [ctypes.c_char_p]
+    major = library.memreplay_format_version(None)
+    kinds = {name: library.memreplay_event_kind(name.encode()) for name in KINDS}
+    flags = {name: library.memreplay_event_flag(name.encode()) for name in FLAGS}
+    return major, kinds, flags
+
+
+def check_format(path: Path, library=None) -> None:
+    """Raises FormatMismatch unless the library at path writes this package's format version and
+    numbers the kinds and flags as this package does. library: the loaded library (ctypes), if
+    the caller has it."""
+    try:
+        library = library if library is not None else ctypes.CDLL(str(path))
+        major, kinds, flags = _format_of(library)
+    except (OSError, AttributeError) as e:
+        raise FormatMismatch(f"{path}: cannot ask it for its trace format ({e}); it may be the library "
+                             "of an older memreplay: rebuild memreplay or set MEMREPLAY_RECORD_LIB") from e
+    wrong = []
+    if major != FORMAT_MAJOR:
+        wrong.append(f"format version {major}, this package {FORMAT_MAJOR}")
+    for what, ours, theirs in (("kind", KINDS, kinds), ("flag", FLAGS, flags)):
+        wrong += [f"{what} {name} = {theirs[name]}, this package {number}"
+                  for name, number in ours.items() if theirs[name] != number]
+    if wrong:
+        raise FormatMismatch(f"{path} and the memreplay.torch package at {_HERE} come from different "
+                             f"memreplay versions ({'; '.join(wrong)}): use the package of the memreplay "
+                             "that built the library")
 
 
 def _ancestors():
@@ -72,6 +122,7 @@ def extension(verbose: bool = False):
 
     _check_torch_has_tracker(torch)
     library = find_record_library()
+    check_format(library)
     include_dir = _find_include_dir()
     try:
         module = cpp_extension.load(

@@ -13,7 +13,6 @@
 // thread, in batches, by torch::symbolize, which takes the GIL only for the Python frames.
 #include <Python.h>
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -35,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "memreplay_record.h"
+#include "memreplay_record_loader.h"
 
 namespace py = pybind11;
 
@@ -52,41 +51,18 @@ struct TrackerArgument<std::function<Result(Argument)>> {
 using TraceEntry = TrackerArgument<c10::cuda::CUDACachingAllocator::AllocatorTraceTracker>::type;
 using Context = std::shared_ptr<c10::GatheredContext>;
 
-// The C API of libmemreplay_record.so, found with dlsym.
-struct RecordApi {
-  decltype(&memreplay_open) open = nullptr;
-  decltype(&memreplay_record) record = nullptr;
-  decltype(&memreplay_annotate) annotate = nullptr;
-  decltype(&memreplay_set_resolver) set_resolver = nullptr;
-  decltype(&memreplay_flush) flush = nullptr;
-  decltype(&memreplay_close) close = nullptr;
-  decltype(&memreplay_get_stats) get_stats = nullptr;
-};
-RecordApi g_api;
+// The C API of libmemreplay_record.so, found with dlsym once load() has checked its format.
+memreplay_record_library g_api;
 
 // The recording the tracker feeds; nullptr while none runs. Trackers cannot be detached, so the
 // one attached stays and checks this.
 std::atomic<memreplay_recorder*> g_current{nullptr};
 bool g_attached = false;
 
-template <typename Fn>
-void load_symbol(void* library, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(dlsym(library, name));
-  if (out == nullptr) throw std::runtime_error(std::string("libmemreplay_record.so has no ") + name);
-}
-
 void load_library(const std::string& path) {
   if (g_api.open != nullptr) return;
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) throw std::runtime_error("cannot load " + path + ": " + dlerror());
-  RecordApi api;
-  load_symbol(library, "memreplay_open", api.open);
-  load_symbol(library, "memreplay_record", api.record);
-  load_symbol(library, "memreplay_annotate", api.annotate);
-  load_symbol(library, "memreplay_set_resolver", api.set_resolver);
-  load_symbol(library, "memreplay_flush", api.flush);
-  load_symbol(library, "memreplay_close", api.close);
-  load_symbol(library, "memreplay_get_stats", api.get_stats);
+  memreplay_record_library api;
+  if (const std::string error = api.load(path); !error.empty()) throw std::runtime_error(error);
   g_api = api;
 }
 

@@ -1,0 +1,210 @@
+#include "proto/trace_encoder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "proto/field_numbers.h"
+#include "proto/framing.h"
+#include "proto/input_error.h"
+#include "proto/version.h"
+#include "proto/wire_format.h"
+
+namespace memreplay {
+namespace {
+
+using namespace format;
+
+InputError file_error(const std::string& path, std::string_view action, int error) {
+  return InputError(path + ": cannot " + std::string(action) + ": " + std::strerror(error));
+}
+
+std::string encode_header(const TraceHeaderFields& h) {
+  using namespace header_field;
+  std::string out;
+  wire::scalar(out, format_major, kFormatMajor);
+  wire::scalar(out, format_minor, kFormatMinor);
+  wire::text(out, source, wire::valid_utf8(h.source));
+  wire::text(out, source_file, wire::valid_utf8(h.source_file));
+  wire::scalar(out, capture_time_ns, h.capture_time_ns);
+  wire::text(out, command_line, wire::valid_utf8(h.command_line));
+  wire::scalar(out, pid, h.pid);
+  for (const TraceHeaderFields::Device& d : h.devices) {
+    std::string device;
+    wire::scalar(device, device_field::index, d.index);
+    wire::text(device, device_field::name, wire::valid_utf8(d.name));
+    wire::scalar(device, device_field::total_memory, d.total_memory);
+    wire::bytes(out, devices, device);
+  }
+  // Sorted by key, as protobuf's deterministic serialization sorts a map. Of keys that are equal
+  // once repaired, the last in order keeps its value.
+  std::map<std::string, std::string> settings;
+  for (const auto& [key, value] : h.allocator_settings)
+    settings.insert_or_assign(wire::valid_utf8(key), wire::valid_utf8(value));
+  for (const auto& [key, value] : settings) {
+    std::string entry;
+    wire::bytes(entry, map_entry_field::key, key);
+    wire::bytes(entry, map_entry_field::value, value);
+    wire::bytes(out, allocator_settings, entry);
+  }
+  wire::text(out, producer, h.producer.empty() ? std::string(kProducer) : wire::valid_utf8(h.producer));
+  wire::scalar(out, starts_mid_run, h.starts_mid_run ? 1 : 0);
+  return out;
+}
+
+}  // namespace
+
+void TraceEncoder::CCtxDeleter::operator()(ZSTD_CCtx_s* ctx) const { ZSTD_freeCCtx(ctx); }
+
+TraceEncoder::TraceEncoder(std::string_view writer, std::string path, const std::string& file_path,
+                           TraceEncoderOptions options)
+    : writer_(writer), path_(std::move(path)), options_(options), cctx_(ZSTD_createCCtx()) {
+  if (options_.events_per_chunk == 0 || options_.events_per_chunk > kMaxEventsPerChunk)
+    throw std::invalid_argument(writer_ + ": events_per_chunk must be 1 to " + std::to_string(kMaxEventsPerChunk) +
+                                ", not " + std::to_string(options_.events_per_chunk));
+  if (options_.zstd_level < ZSTD_minCLevel() || options_.zstd_level > ZSTD_maxCLevel())
+    throw std::invalid_argument(writer_ + ": zstd_level must be " + std::to_string(ZSTD_minCLevel()) + " to " +
+                                std::to_string(ZSTD_maxCLevel()) + ", not " + std::to_string(options_.zstd_level));
+  if (!cctx_) throw std::bad_alloc();
+  fd_ = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw file_error(path_, "create", errno);
+}
+
+TraceEncoder::~TraceEncoder() { abandon(); }
+
+void TraceEncoder::abandon() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (state_ != State::finished) state_ = State::failed;
+}
+
+void TraceEncoder::require_writing(const char* call) const {
+  static constexpr const char* kWhy[] = {" before begin()", "", " after finish()", " after a write error"};
+  if (state_ != State::writing)
+    throw std::logic_error(writer_ + "::" + call + kWhy[static_cast<int>(state_)]);
+}
+
+void TraceEncoder::misuse(const char* call, const std::exception& e) const {
+  throw std::logic_error(writer_ + "::" + call + ": " + e.what());
+}
+
+void TraceEncoder::begin(const TraceHeaderFields& header) {
+  if (state_ != State::created) throw std::logic_error(writer_ + "::begin() called twice");
+  state_ = State::writing;
+  std::string bytes(kFileMagic);
+  bytes += encode_record(RecordType::header, encode_header(header));
+  write_bytes(bytes);
+}
+
+uint32_t TraceEncoder::intern_stack(std::span<const FrameText> frames) {
+  require_writing("intern_stack()");
+  return chunks_.intern_stack(frames);
+}
+
+void TraceEncoder::append(const Event& event) {
+  require_writing("append()");
+  try {
+    chunks_.add(event);
+  } catch (const std::logic_error& e) {
+    misuse("append()", e);
+  }
+  if (chunks_.chunk_events() >= options_.events_per_chunk) write_chunk();
+}
+
+void TraceEncoder::append_annotation(const Event& event, const KeyValues& metadata) {
+  require_writing("append_annotation()");
+  try {
+    chunks_.add_annotation(event, metadata);
+  } catch (const std::logic_error& e) {
+    misuse("append_annotation()", e);
+  }
+  if (chunks_.chunk_events() >= options_.events_per_chunk) write_chunk();
+}
+
+void TraceEncoder::flush() {
+  require_writing("flush()");
+  if (chunks_.pending()) write_chunk();
+}
+
+void TraceEncoder::write_chunk() {
+  ChunkSummary summary;
+  const std::string_view chunk = chunks_.encode(summary);
+  compressed_.resize(ZSTD_compressBound(chunk.size()));
+  const size_t size = ZSTD_compressCCtx(cctx_.get(), compressed_.data(), compressed_.size(), chunk.data(),
+                                        chunk.size(), options_.zstd_level);
+  if (ZSTD_isError(size))
+    throw std::runtime_error(path_ + ": zstd compression failed: " + ZSTD_getErrorName(size));
+  compressed_.resize(size);
+
+  index_.push_back({offset_, summary});
+  if (summary.event_count > 0) {  // a chunk of only interning tables has no time range
+    if (summary.first_event == 0 || summary.min_time_ns < min_time_) min_time_ = summary.min_time_ns;
+    max_time_ = std::max(max_time_, summary.max_time_ns);
+  }
+  write_bytes(encode_record(RecordType::chunk, compressed_));
+}
+
+std::string TraceEncoder::encode_footer() const {
+  using namespace footer_field;
+  std::string footer, entry;
+  for (const IndexEntry& e : index_) {
+    entry.clear();
+    wire::scalar(entry, index_entry_field::offset, e.offset);
+    wire::scalar(entry, index_entry_field::first_event, e.summary.first_event);
+    wire::scalar(entry, index_entry_field::event_count, e.summary.event_count);
+    wire::scalar(entry, index_entry_field::min_time_ns, e.summary.min_time_ns);
+    wire::scalar(entry, index_entry_field::max_time_ns, e.summary.max_time_ns);
+    wire::bytes(footer, chunks, entry);
+  }
+  wire::scalar(footer, total_events, chunks_.events_added());
+  const auto& per_kind = chunks_.events_per_kind();
+  for (uint32_t kind = 1; kind < kEventKindCount; ++kind) {
+    if (per_kind[kind] == 0) continue;
+    entry.clear();
+    wire::number(entry, map_entry_field::key, kind);
+    wire::number(entry, map_entry_field::value, per_kind[kind]);
+    wire::bytes(footer, events_per_kind, entry);
+  }
+  wire::scalar(footer, min_time_ns, min_time_);
+  wire::scalar(footer, max_time_ns, max_time_);
+  wire::scalar(footer, string_count, chunks_.string_count());
+  wire::scalar(footer, frame_count, chunks_.frame_count());
+  wire::scalar(footer, stack_count, chunks_.stack_count());
+  return footer;
+}
+
+void TraceEncoder::finish() {
+  if (state_ == State::finished) return;
+  require_writing("finish()");
+  if (chunks_.pending()) write_chunk();
+  const uint64_t footer_offset = offset_;
+  // Footer and trailer in one write: a crash between them would leave a footer without a trailer.
+  write_bytes(encode_record(RecordType::footer, encode_footer()) + encode_trailer(footer_offset));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    state_ = State::failed;
+    throw file_error(path_, "write", errno);
+  }
+  state_ = State::finished;
+}
+
+void TraceEncoder::write_bytes(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      state_ = State::failed;
+      throw file_error(path_, "write", errno);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+    offset_ += static_cast<uint64_t>(n);
+  }
+}
+
+}  // namespace memreplay

@@ -1,0 +1,121 @@
+// TraceEncoder: writes a .mrt file (trace.proto, framing.h) without protobuf. It is the writer
+// core behind both writers, TraceWriter (recorder/import/, for importers) and LiveTraceWriter
+// (recorder/live/, inside recorded processes, where protobuf cannot go), so that the two cannot
+// drift: the same options are refused the same way and the same input gives the same bytes.
+//
+//   begin(header)    file magic + HEADER record, in one write()
+//   append...        events go to the ChunkEncoder (chunk_encoder.h); every events_per_chunk
+//                    events, or on flush(), a zstd-compressed CHUNK record goes to the file in one
+//                    write(), so a process killed at any moment leaves its whole chunks readable
+//   finish()         the last chunk, then FOOTER record + trailer in one write(), and close
+//
+// Errors writing the file throw InputError naming the path; after one the encoder refuses every
+// call but destruction (the file keeps every record written before). Misuse (a call before begin()
+// or after finish(), an invalid event) throws std::logic_error naming the writer's call, e.g.
+// "TraceWriter::append() before begin()". Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/chunk_encoder.h"
+#include "proto/event.h"
+#include "proto/frame_text.h"
+
+struct ZSTD_CCtx_s;
+
+namespace memreplay {
+
+// A chunk record stays under the format's size limit (format::kMaxRecordBytes) whatever its
+// values with at most this many events.
+inline constexpr uint32_t kMaxEventsPerChunk = 1u << 21;
+
+// trace.proto's TraceHeader without protobuf. The encoder sets the format version, and the
+// producer when empty ("memreplay <version>", proto/version.h).
+struct TraceHeaderFields {
+  struct Device {
+    uint32_t index = 0;
+    std::string name;
+    uint64_t total_memory = 0;
+  };
+  std::string source;
+  std::string source_file;
+  uint64_t capture_time_ns = 0;
+  std::string command_line;
+  uint64_t pid = 0;
+  std::vector<Device> devices;
+  std::map<std::string, std::string> allocator_settings;
+  std::string producer;
+  bool starts_mid_run = false;
+};
+
+struct TraceEncoderOptions {
+  uint32_t events_per_chunk = 65536;  // 1 to kMaxEventsPerChunk
+  int zstd_level = 9;
+};
+
+class TraceEncoder {
+ public:
+  // Creates (truncates) file_path, writing nothing yet. Errors name path (a temporary file_path
+  // stays the writer's business). writer names the writer in messages ("TraceWriter"). Throws
+  // std::invalid_argument for options out of range, InputError if the file cannot be created.
+  TraceEncoder(std::string_view writer, std::string path, const std::string& file_path, TraceEncoderOptions options);
+  // Closes the file if finish() did not.
+  ~TraceEncoder();
+  TraceEncoder(const TraceEncoder&) = delete;
+  TraceEncoder& operator=(const TraceEncoder&) = delete;
+
+  void begin(const TraceHeaderFields& header);
+  uint32_t intern_stack(std::span<const FrameText> frames);
+  // An annotation event may come here too, without metadata; its aux is assigned by the encoder.
+  void append(const Event& event);
+  void append_annotation(const Event& event, const KeyValues& metadata);
+  // Writes the pending events and table entries as a chunk now.
+  void flush();
+  // The last chunk, the footer and the trailer; closes the file. Idempotent.
+  void finish();
+  // Closes the file without finishing it (a writer abandoning its output). Never throws.
+  void abandon() noexcept;
+
+  const std::string& path() const { return path_; }
+  uint64_t events_appended() const { return chunks_.events_added(); }
+  bool finished() const { return state_ == State::finished; }
+
+ private:
+  struct CCtxDeleter {
+    void operator()(ZSTD_CCtx_s* ctx) const;
+  };
+  struct IndexEntry {
+    uint64_t offset;
+    format::ChunkSummary summary;
+  };
+  // failed: a write error left a partial record behind.
+  enum class State { created, writing, finished, failed };
+
+  void require_writing(const char* call) const;
+  [[noreturn]] void misuse(const char* call, const std::exception& e) const;
+  void write_chunk();
+  std::string encode_footer() const;
+  void write_bytes(std::string_view bytes);
+
+  std::string writer_;
+  std::string path_;
+  TraceEncoderOptions options_;
+  int fd_ = -1;
+  uint64_t offset_ = 0;  // bytes written so far
+  State state_ = State::created;
+  std::unique_ptr<ZSTD_CCtx_s, CCtxDeleter> cctx_;
+  format::ChunkEncoder chunks_;
+  std::string compressed_;
+
+  // What the footer sums up.
+  std::vector<IndexEntry> index_;
+  uint64_t min_time_ = 0, max_time_ = 0;
+};
+
+}  // namespace memreplay
