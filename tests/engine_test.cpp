@@ -6,7 +6,7 @@
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 #include "replayer/fragmentation.h"
 #include "replayer/sim_device.h"
 #include "replayer/timeline.h"
@@ -68,7 +68,7 @@ TEST(Engine, EmptyCacheReleasesCachedSegments) {
 }
 
 TEST(Engine, FreeOfUnknownAddressNamesTheEvent) {
-  Replay strict("pytorch", {}, ReplayOptions{.trace_name = "t.mrt"});
+  Replay strict("pytorch", {}, ReplayOptions{.trace_path = "t.mrt"});
   try {
     strict.run({alloc(0x1000, 10), free_completed(0x9999)});
     FAIL() << "expected InputError";

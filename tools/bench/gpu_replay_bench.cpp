@@ -24,7 +24,7 @@
 
 #include "policies/registry.h"
 #include "replayer/device_registry.h"
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 #include "replayer/latency_histogram.h"
 #include "proto/trace_reader.h"
 
@@ -59,7 +59,7 @@ void BM_Replay(benchmark::State& state, std::string device_spec, std::string pol
       return;
     }
     auto policy = PolicyRegistry::instance().create(policy_spec, *device);
-    ReplaySession session(*policy, *device, ReplayOptions{.trace_name = "MEMREPLAY_BENCH_TRACE"});
+    ReplaySession session(*policy, *device, ReplayOptions{.trace_path = "MEMREPLAY_BENCH_TRACE"});
     const auto start = Clock::now();
     session.feed_batch(trace_events(), 0);
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
@@ -95,7 +95,7 @@ void BM_AllocateLatency(benchmark::State& state, std::string device_spec, std::s
     // The engine's own per-operation timing (ReplayOptions::time_operations): one definition of
     // "served from cache" (no device counter moved) for the CLI, the tests and this benchmark.
     ReplaySession session(*policy, *device,
-                          ReplayOptions{.trace_name = "MEMREPLAY_BENCH_TRACE", .time_operations = true});
+                          ReplayOptions{.trace_path = "MEMREPLAY_BENCH_TRACE", .time_operations = true});
     const auto start = Clock::now();
     session.feed_batch(trace_events(), 0);
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
