@@ -245,20 +245,23 @@ TEST(PolicyRegistry, UnknownPolicyNamesTheValidOnes) {
 // A plugin linked against libmemreplay_policies.so registers into this executable's registry
 // (not into a copy of its own), and its policy keeps the contract like the built-in ones.
 TEST(PolicyRegistry, ADlopenedPluginRegistersIntoTheOneRegistry) {
-  ASSERT_EQ(PolicyRegistry::instance().find("test_plugin_pages"), nullptr);
+  ASSERT_EQ(PolicyRegistry::instance().find("test_plugin_exact_size"), nullptr);
   // Never closed: the registry keeps the plugin's factory.
   void* plugin = dlopen(MEMREPLAY_TEST_POLICY_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(plugin, nullptr) << dlerror();
-  const PolicyInfo* info = PolicyRegistry::instance().find("test_plugin_pages");
+  const PolicyInfo* info = PolicyRegistry::instance().find("test_plugin_exact_size");
   ASSERT_NE(info, nullptr) << "the plugin registered into another registry";
-  EXPECT_EQ(info->description, "test plugin: one device malloc per request, 4 KiB pages");
+  EXPECT_EQ(info->description, "test plugin: exact-size caching of 4 KiB-rounded blocks");
 
-  const Outcome outcome = ContractRun("test_plugin_pages").run();
+  const Outcome outcome = ContractRun("test_plugin_exact_size").run();
   EXPECT_GT(outcome.trail.size(), static_cast<size_t>(kSteps));
   SimDevice device(SimDevice::Options{});
-  auto policy = PolicyRegistry::instance().create("test_plugin_pages", device);
-  EXPECT_EQ(policy->allocate(1, 0)->size, 4096u);
-  EXPECT_THROW(PolicyRegistry::instance().create("test_plugin_pages:x:1", device), PolicySpecError);
+  auto policy = PolicyRegistry::instance().create("test_plugin_exact_size", device);
+  const auto block = policy->allocate(1, 0);
+  EXPECT_EQ(block->size, 4096u);
+  policy->free(block->address, 0);
+  EXPECT_EQ(policy->allocate(4000, 0)->address, block->address);  // from the plugin's cache
+  EXPECT_THROW(PolicyRegistry::instance().create("test_plugin_exact_size:x:1", device), PolicySpecError);
 }
 #endif
 

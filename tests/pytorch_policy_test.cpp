@@ -431,12 +431,18 @@ TEST(PytorchPolicyRelease, OutOfMemoryIsAResult) {
   EXPECT_TRUE(f.policy.allocate(10 * MiB, 0).has_value());  // still usable afterwards
 }
 
-TEST(PytorchPolicyRelease, MaxSplitSizeReleasesOversizeSegmentsBeforeEverything) {
-  Fixture f("max_split_size_mb:64", /*capacity=*/130 * MiB);
+// Leaves a free oversize 100 MiB segment and a free 12 MiB one in the cache; returns the latter.
+Block cache_oversize_and_small(Fixture& f) {
   const Block big = f.alloc(100 * MiB);
   const Block small = f.alloc(12 * MiB);
   f.policy.free(big.address, 0);
   f.policy.free(small.address, 0);
+  return small;
+}
+
+TEST(PytorchPolicyRelease, MaxSplitSizeReleasesOversizeSegmentsBeforeEverything) {
+  Fixture f("max_split_size_mb:64", /*capacity=*/130 * MiB);
+  const Block small = cache_oversize_and_small(f);
   // 30 MiB may not take the oversize block, and 112 + 30 > 130: release_available_cached_blocks
   // frees that one oversize segment, keeps the 12 MiB one, and no last-resort retry is needed.
   f.alloc(30 * MiB);
@@ -447,10 +453,7 @@ TEST(PytorchPolicyRelease, MaxSplitSizeReleasesOversizeSegmentsBeforeEverything)
   // Oversize segments that together fall short of the request stay released, and the
   // last-resort path then frees everything else.
   Fixture g("max_split_size_mb:64", /*capacity=*/230 * MiB);
-  const Block big2 = g.alloc(100 * MiB);
-  const Block small2 = g.alloc(12 * MiB);
-  g.policy.free(big2.address, 0);
-  g.policy.free(small2.address, 0);
+  cache_oversize_and_small(g);
   g.alloc(120 * MiB);
   EXPECT_EQ(g.counters().free_calls, 2u);
   EXPECT_EQ(g.policy.stats().alloc_retries, 1u);

@@ -11,6 +11,11 @@
 namespace memreplay::cli {
 namespace {
 
+constexpr const char* kHelp =
+    "Replay one trace against several policies side by side: one table, one JSON.\n"
+    "  memreplay compare run.mrt --policy pytorch --policy pytorch:expandable_segments:True "
+    "--policy pytorch:max_split_size_mb:64";
+
 struct CompareOptions {
   ReplayOptions replay;  // policy_spec: each of `policies` in turn
   std::vector<std::string> policies;
@@ -37,12 +42,7 @@ void compare(const CompareOptions& options) {
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
-  auto [command, options] = add_command<CompareOptions>(
-      app, "compare",
-      "Replay one trace against several policies side by side: one table, one JSON.\n"
-      "  memreplay compare run.mrt --policy pytorch --policy pytorch:expandable_segments:True "
-      "--policy pytorch:max_split_size_mb:64",
-      compare);
+  auto [command, options] = add_command<CompareOptions>(app, "compare", kHelp, compare);
   add_replay_options(command, options.replay);
   command.add_option("--policy", options.policies, "a policy spec; repeat for each policy")->required();
   add_json_option(command, options.json, "all metrics");

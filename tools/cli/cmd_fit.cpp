@@ -13,6 +13,12 @@
 namespace memreplay::cli {
 namespace {
 
+constexpr const char* kHelp =
+    "Find the smallest per-process capacity the trace replays in without OOM (bisection), or with "
+    "--capacity tell whether it fits and which allocation fails first, with its stack.\n"
+    "  memreplay fit run.mrt --policy pytorch:expandable_segments:True\n"
+    "  memreplay fit run.mrt --policy pytorch --capacity 40GiB";
+
 nlohmann::json describe_oom(const ReplayMetrics& m, const std::string& trace) {
   if (!m.oom_at_event) return nullptr;
   nlohmann::json stack = nlohmann::json::array();
@@ -69,13 +75,7 @@ void fit(const FitOptions& options) {
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
-  auto [command, options] = add_command<FitOptions>(
-      app, "fit",
-      "Find the smallest per-process capacity the trace replays in without OOM (bisection), or with "
-      "--capacity tell whether it fits and which allocation fails first, with its stack.\n"
-      "  memreplay fit run.mrt --policy pytorch:expandable_segments:True\n"
-      "  memreplay fit run.mrt --policy pytorch --capacity 40GiB",
-      fit);
+  auto [command, options] = add_command<FitOptions>(app, "fit", kHelp, fit);
   add_replay_options(command, options.replay);
   command.add_option("--policy", options.replay.policy_spec, "NAME[:OPTIONS] (see `memreplay policies`)");
   command.add_option("--resolution", options.resolution, "stop the bisection at this step (default 1MiB)");

@@ -10,8 +10,14 @@
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
-
 namespace {
+
+constexpr const char* kHelp =
+    "Convert a recorded run into a memreplay trace. Reads PyTorch memory snapshots "
+    "(torch.cuda.memory._dump_snapshot pickles, plain or .gz/.xz/.zst) and RMM "
+    "logging_resource_adaptor CSV logs; the format is detected from the content. The pickle is "
+    "decoded without ever importing or calling Python code.\n"
+    "  memreplay import snapshot.pickle.xz -o run.mrt";
 
 struct ImportOptions {
   std::string input;
@@ -31,14 +37,7 @@ void import(const ImportOptions& options) {
 }  // namespace
 
 void add_import_command(CLI::App& app) {
-  auto [command, options] = add_command<ImportOptions>(
-      app, "import",
-      "Convert a recorded run into a memreplay trace. Reads PyTorch memory snapshots "
-      "(torch.cuda.memory._dump_snapshot pickles, plain or .gz/.xz/.zst) and RMM "
-      "logging_resource_adaptor CSV logs; the format is detected from the content. The pickle is "
-      "decoded without ever importing or calling Python code.\n"
-      "  memreplay import snapshot.pickle.xz -o run.mrt",
-      import);
+  auto [command, options] = add_command<ImportOptions>(app, "import", kHelp, import);
   command.add_option("INPUT", options.input, "snapshot pickle or RMM CSV log")->required()->check(CLI::ExistingFile);
   command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
 }

@@ -11,6 +11,11 @@
 namespace memreplay::cli {
 namespace {
 
+constexpr const char* kHelp =
+    "Summarize a trace: events per kind, devices, streams, duration, the peak of live requested "
+    "bytes and the stacks live at it.\n"
+    "  memreplay info run.mrt --json";
+
 nlohmann::json stack_json(TraceReader& reader, uint32_t stack) {
   nlohmann::json frames = nlohmann::json::array();
   if (stack != 0)
@@ -112,12 +117,7 @@ void info(const InfoOptions& options) {
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-  auto [command, options] = add_command<InfoOptions>(
-      app, "info",
-      "Summarize a trace: events per kind, devices, streams, duration, the peak of live requested "
-      "bytes and the stacks live at it.\n"
-      "  memreplay info run.mrt --json",
-      info);
+  auto [command, options] = add_command<InfoOptions>(app, "info", kHelp, info);
   add_trace_argument(command, options.trace);
   command.add_flag("--json", options.json, "print JSON instead of text");
 }

@@ -11,6 +11,11 @@
 namespace memreplay::cli {
 namespace {
 
+constexpr const char* kHelp =
+    "Replay a trace against one allocator policy and report reserved/allocated peaks, "
+    "fragmentation, device calls and OOMs.\n"
+    "  memreplay replay run.mrt --policy 'pytorch:expandable_segments:True' --capacity 80GiB --json out.json";
+
 struct ReplayCommandOptions {
   ReplayOptions replay;
   std::string json;
@@ -32,12 +37,7 @@ void replay(const ReplayCommandOptions& options) {
 }  // namespace
 
 void add_replay_command(CLI::App& app) {
-  auto [command, options] = add_command<ReplayCommandOptions>(
-      app, "replay",
-      "Replay a trace against one allocator policy and report reserved/allocated peaks, "
-      "fragmentation, device calls and OOMs.\n"
-      "  memreplay replay run.mrt --policy 'pytorch:expandable_segments:True' --capacity 80GiB --json out.json",
-      replay);
+  auto [command, options] = add_command<ReplayCommandOptions>(app, "replay", kHelp, replay);
   add_replay_options(command, options.replay);
   command.add_option("--policy", options.replay.policy_spec,
                      "NAME[:OPTIONS], options written as in PYTORCH_CUDA_ALLOC_CONF "

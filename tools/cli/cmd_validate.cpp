@@ -11,6 +11,11 @@
 namespace memreplay::cli {
 namespace {
 
+constexpr const char* kHelp =
+    "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
+    "going backwards, each named with its event index. Exit status 2 if any.\n"
+    "  memreplay validate run.mrt";
+
 struct ValidateOptions {
   std::string trace;
   std::string json;
@@ -50,12 +55,7 @@ void validate(const ValidateOptions& options) {
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
-  auto [command, options] = add_command<ValidateOptions>(
-      app, "validate",
-      "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
-      "going backwards, each named with its event index. Exit status 2 if any.\n"
-      "  memreplay validate run.mrt",
-      validate);
+  auto [command, options] = add_command<ValidateOptions>(app, "validate", kHelp, validate);
   add_trace_argument(command, options.trace);
   add_json_option(command, options.json, "the findings");
 }
