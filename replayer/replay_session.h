@@ -2,9 +2,10 @@
 // measures.
 //
 // Semantics (what real allocators see):
-//   alloc           -> policy.allocate(size, stream)
-//   free_completed  -> policy.free(block, stream): the block is reusable from this moment. A free_requested
-//                      whose completion waits on record_stream events stays live until then.
+//   alloc           -> policy.allocate(size, stream); size 0 is skipped (a null pointer)
+//   free_completed  -> policy.free(block, the event's stream): the block is reusable from this
+//                      moment. A free_requested whose completion waits on record_stream events
+//                      stays live until then.
 //   empty_cache     -> policy.empty_cache()
 //   event_record / stream_wait_event -> policy.on_stream_event()
 //   kPreexisting segment_alloc / alloc (traces that start mid-run) -> policy.adopt_segment/_block
