@@ -12,8 +12,9 @@
 //   - stats().ooms counts the failed allocations;
 // and, at points of the program, that a free of an address the policy did not hand out and a
 // zero-byte allocation are refused (PolicyContractError) without changing anything. At the end:
-// after every free and empty_cache nothing stays reserved (where the policy releases), and a
-// second run of the same program gives the same result.
+// after every free and empty_cache nothing stays reserved and every cudaMalloc, reservation and
+// pool allocation has its free (where the policy releases), and a second run of the same program
+// gives the same result.
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -106,8 +107,13 @@ class ContractRun {
     while (!live_.empty()) free(live_.begin()->first);
     policy_->empty_cache();
     check_invariants();
-    if (PolicyRegistry::instance().find(spec_.substr(0, spec_.find(':')))->releases_on_empty_cache)
-      EXPECT_EQ(device_.counters().reserved_bytes, 0u) << "reserved after every free and empty_cache";
+    const DeviceCounters& c = device_.counters();
+    EXPECT_EQ(c.pool_malloc_calls, c.pool_free_calls) << "a pool allocation never freed";
+    if (PolicyRegistry::instance().find(spec_.substr(0, spec_.find(':')))->releases_on_empty_cache) {
+      EXPECT_EQ(c.reserved_bytes, 0u) << "reserved after every free and empty_cache";
+      EXPECT_EQ(c.malloc_calls, c.free_calls) << "a cudaMalloc never freed";
+      EXPECT_EQ(c.reserve_calls, c.release_calls) << "an address reservation never released";
+    }
     outcome_.trail.push_back(device_.counters().reserved_bytes);
     outcome_.ooms = failed_;
     return outcome_;
