@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policies/pytorch/alloc_config.h"
@@ -46,13 +47,21 @@ struct Fixture {
   CachingAllocatorPolicy policy;
 };
 
+// Allocates and frees a block of `cached` bytes, then allocates `request`: {the freed block, the new one}.
+std::pair<Block, Block> free_then_alloc(Fixture& f, uint64_t cached, uint64_t request) {
+  const Block freed = f.alloc(cached);
+  f.policy.free(freed.address, 0);
+  return {freed, f.alloc(request)};
+}
+
+// The one-line error parse_alloc_config gives for `conf`, "" when it parses.
 std::string spec_error(const std::string& conf) {
   try {
     parse_alloc_config(conf);
+    return "";
   } catch (const PolicySpecError& e) {
     return e.what();
   }
-  return "";
 }
 
 // ---- options --------------------------------------------------------------------------------------
@@ -308,9 +317,7 @@ TEST(PytorchPolicyAlloc, OversizeBlocksServeOnlyRequestsWithinTheRoundingLimit) 
   EXPECT_EQ(f.stats().oversize_segments.current, 2);  // 100 and 70 MiB
 
   Fixture g("max_split_size_mb:64");
-  const Block big2 = g.alloc(100 * MiB);
-  g.policy.free(big2.address, 0);
-  const Block reused = g.alloc(90 * MiB);  // 100 < 90 + 20: taken whole, not split
+  const auto [big2, reused] = free_then_alloc(g, 100 * MiB, 90 * MiB);  // 100 < 90 + 20: taken whole, not split
   EXPECT_EQ(reused.address, big2.address);
   EXPECT_EQ(reused.size, 100 * MiB);
   EXPECT_EQ(g.counters().malloc_calls, 1u);
@@ -318,9 +325,7 @@ TEST(PytorchPolicyAlloc, OversizeBlocksServeOnlyRequestsWithinTheRoundingLimit) 
 
 TEST(PytorchPolicyAlloc, MaxNonSplitRoundingWidensTheOversizeSlack) {
   Fixture f("max_split_size_mb:64,max_non_split_rounding_mb:40");
-  const Block big = f.alloc(100 * MiB);
-  f.policy.free(big.address, 0);
-  const Block reused = f.alloc(70 * MiB);  // 100 < 70 + 40
+  const auto [big, reused] = free_then_alloc(f, 100 * MiB, 70 * MiB);  // 100 < 70 + 40
   EXPECT_EQ(reused.address, big.address);
   EXPECT_EQ(reused.size, 100 * MiB);
   EXPECT_EQ(f.counters().malloc_calls, 1u);
@@ -328,9 +333,7 @@ TEST(PytorchPolicyAlloc, MaxNonSplitRoundingWidensTheOversizeSlack) {
 
 TEST(PytorchPolicyAlloc, RequestsAboveMaxSplitSizeAreNeverSplit) {
   Fixture f("max_split_size_mb:20");
-  const Block a = f.alloc(30 * MiB);
-  f.policy.free(a.address, 0);
-  const Block b = f.alloc(21 * MiB);  // 30 < 21 + 20: whole block, remainder 9 MiB not split off
+  const Block b = free_then_alloc(f, 30 * MiB, 21 * MiB).second;  // 30 < 21 + 20: whole, 9 MiB not split off
   EXPECT_EQ(b.size, 30 * MiB);
   EXPECT_EQ(f.stats().inactive_split.current, 0);
 }
