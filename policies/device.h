@@ -23,6 +23,8 @@ struct DeviceCounters {
   uint64_t failed_calls = 0;    // malloc()/map()/pool_malloc_async() that failed for lack of memory
   uint64_t reserved_bytes = 0;  // physical bytes held now: cudaMalloc'd + mapped + pool reserved
   uint64_t reserved_peak = 0;
+  uint64_t reserved_bytes_allocated = 0;  // cumulative increases of reserved_bytes
+  uint64_t reserved_bytes_freed = 0;      // cumulative decreases
   // Stream-ordered pool (cudaMemPool_t), when a policy uses one.
   uint64_t pool_malloc_calls = 0;    // successful cudaMallocFromPoolAsync
   uint64_t pool_free_calls = 0;      // cudaFreeAsync
@@ -34,6 +36,17 @@ struct DeviceCounters {
   uint64_t pool_used_peak = 0;       // UsedMemHigh
   // Wall time spent inside driver calls, in ns (0 on the simulator, which has no driver).
   uint64_t device_call_ns = 0;
+
+  // Every change of reserved_bytes goes through these two, on every device.
+  void add_reserved(uint64_t bytes) {
+    reserved_bytes += bytes;
+    reserved_bytes_allocated += bytes;
+    if (reserved_bytes > reserved_peak) reserved_peak = reserved_bytes;
+  }
+  void remove_reserved(uint64_t bytes) {
+    reserved_bytes -= bytes;
+    reserved_bytes_freed += bytes;
+  }
 };
 
 // Attributes of a stream-ordered memory pool, as cudaMemPoolSetAttribute names them. The defaults

@@ -3,6 +3,7 @@
 // (what PYTORCH_NO_CUDA_MEMORY_CACHING=1 does).
 #include <unordered_map>
 
+#include "policies/detail/policy_options.h"
 #include "policies/registry.h"
 
 namespace memreplay {
@@ -12,32 +13,33 @@ class PassthroughPolicy final : public Policy {
  public:
   explicit PassthroughPolicy(Device& device) : device_(device) {}
 
-  std::optional<Block> allocate(uint64_t bytes, StreamId) override {
+ private:
+  std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
     const auto address = device_.malloc(bytes);
     if (!address) return std::nullopt;
-    sizes_[*address] = bytes;
+    live_.emplace(*address, bytes);
     return Block{*address, bytes};
   }
 
-  void free(uint64_t address) noexcept override {
-    if (sizes_.erase(address) != 0) device_.free(address);
+  bool do_free(uint64_t address, StreamId) override {
+    if (live_.erase(address) == 0) return false;
+    device_.free(address);
+    return true;
   }
 
- private:
   Device& device_;
-  std::unordered_map<uint64_t, uint64_t> sizes_;  // live block address -> bytes
+  std::unordered_map<uint64_t, uint64_t> live_;  // live block address -> bytes
 };
 
 std::unique_ptr<Policy> make_passthrough(std::string_view options, Device& device) {
-  if (!options.empty())
-    throw PolicySpecError("policy 'passthrough' takes no options (got '" + std::string(options) + "')");
+  detail::PolicyOptions("passthrough", options, {});  // refuses any option
   return std::make_unique<PassthroughPolicy>(device);
 }
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(passthrough, "passthrough",
-                          "one device malloc per allocation, no caching (PYTORCH_NO_CUDA_MEMORY_CACHING)",
-                          "(no options)", make_passthrough);
+MEMREPLAY_REGISTER_POLICY(passthrough, .name = "passthrough",
+                          .description = "one device malloc per allocation, no caching (PYTORCH_NO_CUDA_MEMORY_CACHING)",
+                          .options_help = "(no options)", .factory = make_passthrough);
 
 }  // namespace memreplay

@@ -2,15 +2,23 @@
 // trace order, obtains memory only through its Device, and hands out blocks. The engine (replayer/)
 // measures live bytes from what allocate() returns; the Device counts driver calls and reserved
 // bytes. Policies never measure themselves, except for decisions only they can see (stats()).
+//
+// Non-virtual public entry, virtual private hooks (as RMM's device_memory_resource): the public
+// functions check the contract once for every policy, then call do_*:
+//   allocate(bytes, stream)  bytes > 0, else PolicyContractError; do_allocate's nullopt is an OOM
+//                            (counted in stats().ooms), not an error
+//   free(address, stream)    do_free returns false for an address this policy did not hand out
+//                            (or already took back): PolicyContractError, never silence
+//   adopt_block(...)         size > 0 and size >= requested
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "policies/device.h"
+#include "policies/policy_stats.h"
 
 namespace memreplay {
 
@@ -19,42 +27,86 @@ struct Block {
   uint64_t size = 0;  // bytes handed out, rounding and unsplit slack included ("allocated bytes")
 };
 
+// A call that breaks the Policy contract (a zero-byte request, a free of an address the policy
+// never handed out). what() is one line; the replay session adds the event index.
+class PolicyContractError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
 
   // Allocate `bytes` (as requested by the application, > 0) for use on `stream`.
   // nullopt is an out-of-memory result, not an error.
-  virtual std::optional<Block> allocate(uint64_t bytes, StreamId stream) = 0;
-  // Return a block allocate() handed out. The block is reusable at once: the engine calls this at
-  // the trace's free_completed, after any cross-stream uses have finished.
-  virtual void free(uint64_t address) noexcept = 0;
+  std::optional<Block> allocate(uint64_t bytes, StreamId stream) {
+    if (bytes == 0) [[unlikely]]
+      throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
+    auto block = do_allocate(bytes, stream);
+    if (!block) [[unlikely]]
+      ++ooms_;
+    return block;
+  }
+  // Return a block allocate() handed out, on the stream that frees it. The block is reusable at
+  // once: the engine calls this at the trace's free_completed, after any cross-stream uses ended.
+  void free(uint64_t address, StreamId stream) {
+    if (!do_free(address, stream)) [[unlikely]]
+      unknown_free(address);
+  }
   // torch.cuda.empty_cache(): give cached memory back to the device.
-  virtual void empty_cache() {}
+  void empty_cache() { do_empty_cache(); }
 
   // Rebuilding an allocator that was already running when the trace starts (ring-buffer traces).
   // adopt_segment: a segment of `bytes` on `stream` existed before the first event; returns the
   // address the policy gave it, or nullopt if this policy has no segments (then the engine
   // adopts blocks with allocate()). adopt_block: carve a live block at exactly [address, +size)
   // inside an adopted segment.
-  virtual std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) {
-    (void)bytes, (void)stream;
-    return std::nullopt;
+  std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) {
+    if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
+    return do_adopt_segment(bytes, stream);
   }
-  virtual std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                           StreamId stream) {
-    (void)address, (void)size, (void)requested, (void)stream;
-    return std::nullopt;
+  std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
+    if (size == 0 || requested > size)
+      throw PolicyContractError("adopt_block of " + std::to_string(size) + " bytes for a request of " +
+                                std::to_string(requested) + " (needs 0 < requested <= size)");
+    return do_adopt_block(address, size, requested, stream);
   }
 
   // Stream-ordering hints from CUDA-level traces, for policies that use them.
-  virtual void on_stream_event(StreamId stream, uint64_t cuda_event, bool is_wait) {
-    (void)stream, (void)cuda_event, (void)is_wait;
+  void on_stream_event(StreamId stream, uint64_t cuda_event, bool is_wait) {
+    do_stream_event(stream, cuda_event, is_wait);
   }
 
-  // Counters only the policy can know, keyed as PyTorch names them where it has a name
-  // (e.g. "num_alloc_retries").
-  virtual std::map<std::string, uint64_t> stats() const { return {}; }
+  // Counters only the policy can know (retries, its own statistics) and the OOMs the base counted.
+  PolicyStats stats() const {
+    PolicyStats stats = do_stats();
+    stats.ooms = ooms_;
+    return stats;
+  }
+
+ private:
+  virtual std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) = 0;
+  // False when `address` is not a block this policy handed out and has not taken back.
+  virtual bool do_free(uint64_t address, StreamId stream) = 0;
+  virtual void do_empty_cache() {}
+  virtual std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) {
+    (void)bytes, (void)stream;
+    return std::nullopt;
+  }
+  virtual std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
+                                              StreamId stream) {
+    (void)address, (void)size, (void)requested, (void)stream;
+    return std::nullopt;
+  }
+  virtual void do_stream_event(StreamId stream, uint64_t cuda_event, bool is_wait) {
+    (void)stream, (void)cuda_event, (void)is_wait;
+  }
+  virtual PolicyStats do_stats() const { return {}; }
+
+  [[noreturn]] static void unknown_free(uint64_t address);
+
+  uint64_t ooms_ = 0;
 };
 
 }  // namespace memreplay

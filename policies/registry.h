@@ -1,6 +1,10 @@
-// The one table of policies: name -> factory + one-line description. The CLI (--policy,
-// --list-policies), the contract tests and the benchmarks all iterate it. Policies register
-// themselves from their own .cpp with MEMREPLAY_REGISTER_POLICY; nothing else lists them.
+// The one table of policies: name -> factory + one-line description + the option sets its
+// contract tests cover. The CLI (--policy, `memreplay policies`), the contract suite
+// (tests/policy_contract_test.cpp) and the benchmarks all iterate it. Policies register themselves
+// from their own .cpp with MEMREPLAY_REGISTER_POLICY; nothing else lists them.
+//
+// The registry lives in libmemreplay_policies.so (a static archive in portable builds), so that a
+// dlopen'ed plugin linked against that library registers into this one table.
 #pragma once
 
 #include <functional>
@@ -10,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policies/detail/named_registry.h"
 #include "policies/policy.h"
 
 namespace memreplay {
@@ -29,24 +34,29 @@ struct PolicyInfo {
   std::string description;
   std::string options_help;  // what the options are, one line each
   PolicyFactory factory;
+  // Option strings (after "NAME:") the contract suite replays this policy with; "" = defaults.
+  std::vector<std::string> contract_option_sets = {""};
+  // After every block is freed, empty_cache() gives everything back to the device (the contract
+  // suite checks reserved == 0 then).
+  bool releases_on_empty_cache = true;
 };
 
 class PolicyRegistry {
  public:
   static PolicyRegistry& instance();
-  bool add(PolicyInfo info);
-  const std::vector<PolicyInfo>& policies() const { return policies_; }
-  const PolicyInfo* find(std::string_view name) const;
+  // Throws detail::RegistrationError for a name that is already registered.
+  bool add(PolicyInfo info) { return table_.add(std::move(info)); }
+  const std::vector<PolicyInfo>& policies() const { return table_.entries(); }
+  const PolicyInfo* find(std::string_view name) const { return table_.find(name); }
   // "pytorch:expandable_segments:True" -> the pytorch policy with those options.
   // Throws PolicySpecError naming the valid policies when the name is unknown.
   std::unique_ptr<Policy> create(std::string_view spec, Device& device) const;
 
  private:
-  std::vector<PolicyInfo> policies_;
+  detail::NamedRegistry<PolicyInfo> table_{"policy"};
 };
 
-#define MEMREPLAY_REGISTER_POLICY(ident, ...)                        \
-  [[maybe_unused]] static const bool memreplay_policy_registered_##ident = \
-      ::memreplay::PolicyRegistry::instance().add(::memreplay::PolicyInfo{__VA_ARGS__})
+// MEMREPLAY_REGISTER_POLICY(ident, .name = "...", .description = "...", .factory = ...)
+#define MEMREPLAY_REGISTER_POLICY(ident, ...) MEMREPLAY_REGISTER_IN(::memreplay::PolicyRegistry, policy_##ident, __VA_ARGS__)
 
 }  // namespace memreplay

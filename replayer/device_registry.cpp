@@ -12,26 +12,15 @@ DeviceRegistry& DeviceRegistry::instance() {
   return registry;
 }
 
-bool DeviceRegistry::add(DeviceInfoEntry entry) {
-  devices_.push_back(std::move(entry));
-  return true;
-}
-
 std::unique_ptr<Device> DeviceRegistry::create(std::string_view spec, DeviceRequest request) const {
-  const auto colon = spec.find(':');
-  const auto name = spec.substr(0, colon);
-  if (colon != std::string_view::npos) {
-    const auto digits = spec.substr(colon + 1);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), request.index);
-    if (ec != std::errc() || end != digits.data() + digits.size() || request.index < 0)
+  const auto [name, index] = detail::split_spec(spec);
+  if (spec.find(':') != std::string_view::npos) {
+    const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), request.index);
+    if (ec != std::errc() || end != index.data() + index.size() || request.index < 0)
       throw InputError("--device " + std::string(spec) + ": the device index must be a number >= 0");
   }
-  std::string valid;
-  for (const auto& d : devices_) {
-    if (d.name == name) return d.factory(request);
-    valid += (valid.empty() ? "" : ", ") + d.name;
-  }
-  throw InputError("--device " + std::string(spec) + ": unknown device (valid: " + valid + ")");
+  if (const DeviceInfoEntry* entry = table_.find(name)) return entry->factory(request);
+  throw InputError("--device " + std::string(spec) + ": unknown device (valid: " + table_.names() + ")");
 }
 
 // The simulator is always available; it lives in sim_device.cpp's library, registered here so

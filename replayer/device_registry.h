@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policies/detail/named_registry.h"
 #include "policies/device.h"
 
 namespace memreplay {
@@ -31,18 +32,17 @@ struct DeviceInfoEntry {
 class DeviceRegistry {
  public:
   static DeviceRegistry& instance();
-  bool add(DeviceInfoEntry entry);
-  const std::vector<DeviceInfoEntry>& devices() const { return devices_; }
+  // Throws detail::RegistrationError for a name that is already registered.
+  bool add(DeviceInfoEntry entry) { return table_.add(std::move(entry)); }
+  const std::vector<DeviceInfoEntry>& devices() const { return table_.entries(); }
   // Throws InputError for an unknown name or a bad index; a device that cannot start (no GPU)
   // throws InputError with the reason.
   std::unique_ptr<Device> create(std::string_view spec, DeviceRequest request) const;
 
  private:
-  std::vector<DeviceInfoEntry> devices_;
+  detail::NamedRegistry<DeviceInfoEntry> table_{"device"};
 };
 
-#define MEMREPLAY_REGISTER_DEVICE(ident, ...)                                    \
-  [[maybe_unused]] static const bool memreplay_device_registered_##ident = \
-      ::memreplay::DeviceRegistry::instance().add(::memreplay::DeviceInfoEntry{__VA_ARGS__})
+#define MEMREPLAY_REGISTER_DEVICE(ident, ...) MEMREPLAY_REGISTER_IN(::memreplay::DeviceRegistry, device_##ident, __VA_ARGS__)
 
 }  // namespace memreplay

@@ -5,27 +5,26 @@
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
-#include "replayer/device_registry.h"
 #include "proto/trace_reader.h"
+#include "replayer/device_registry.h"
+#include "replayer/replay_session.h"
 
 namespace memreplay {
 
-ReplayMetrics run_replay(const ReplayRequest& request) {
-  TraceReader reader(request.trace_path);
-  ReplayOptions options = request.options;
-  options.trace_name = request.trace_path;
+ReplayMetrics run_replay(const ReplayOptions& options) {
+  TraceReader reader(options.trace_path);
 
   DeviceRequest device_request;
-  device_request.capacity = request.capacity;
+  device_request.capacity = options.capacity;
   for (const auto& d : reader.header().devices())
     if (d.index() == options.trace_device) device_request.total_memory = d.total_memory();
-  auto device = DeviceRegistry::instance().create(request.device_spec, device_request);
+  auto device = DeviceRegistry::instance().create(options.device_spec, device_request);
 
   std::unique_ptr<Policy> policy;
   try {
-    policy = PolicyRegistry::instance().create(request.policy_spec, *device);
+    policy = PolicyRegistry::instance().create(options.policy_spec, *device);
   } catch (const PolicySpecError& e) {
-    throw InputError("--policy " + request.policy_spec + ": " + e.what());
+    throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
 
   ReplaySession session(*policy, *device, options);
@@ -36,21 +35,21 @@ ReplayMetrics run_replay(const ReplayRequest& request) {
     index += batch.size();
   }
   ReplayMetrics metrics = session.finish();
-  metrics.policy = request.policy_spec;
-  metrics.device = request.device_spec;
+  metrics.policy = options.policy_spec;
+  metrics.device = options.device_spec;
   return metrics;
 }
 
-FitResult find_min_capacity(const ReplayRequest& request, uint64_t resolution_bytes) {
+FitResult find_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes) {
   if (resolution_bytes == 0) resolution_bytes = 1;
   FitResult result;
-  ReplayRequest probe = request;
+  ReplayOptions probe = options;
   probe.capacity.reset();
-  probe.options.continue_after_oom = false;
+  probe.continue_after_oom = false;
   result.uncapped = run_replay(probe);
   ++result.replays;
   if (result.uncapped.oom_at_event)
-    throw InputError(request.trace_path + ": the replay runs out of memory even without a cap");
+    throw InputError(options.trace_path + ": the replay runs out of memory even without a cap");
 
   uint64_t fits = result.uncapped.reserved_peak;
   uint64_t fails = result.uncapped.requested_peak == 0 ? 0 : result.uncapped.requested_peak - 1;

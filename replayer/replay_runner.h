@@ -5,22 +5,14 @@
 #include <optional>
 #include <string>
 
-#include "replayer/engine.h"
 #include "replayer/metrics.h"
+#include "replayer/replay_options.h"
 
 namespace memreplay {
 
-struct ReplayRequest {
-  std::string trace_path;
-  std::string policy_spec = "pytorch";  // NAME[:OPTIONS]
-  std::string device_spec = "sim";      // NAME[:INDEX]
-  std::optional<uint64_t> capacity;     // per-process cap in bytes
-  ReplayOptions options;                // trace_name is filled in from trace_path
-};
-
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
 // policy spec (as InputError naming the option) or an unusable device.
-ReplayMetrics run_replay(const ReplayRequest& request);
+ReplayMetrics run_replay(const ReplayOptions& options);
 
 struct FitResult {
   uint64_t min_fit_bytes = 0;     // smallest capacity found that replays without OOM
@@ -32,6 +24,6 @@ struct FitResult {
 
 // Bisection over the capacity between the requested peak (nothing can fit below it) and the
 // uncapped reserved peak (always fits), down to `resolution_bytes`.
-FitResult find_min_capacity(const ReplayRequest& request, uint64_t resolution_bytes);
+FitResult find_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes);
 
 }  // namespace memreplay

@@ -31,12 +31,6 @@ uint64_t SimDevice::free_memory() const {
   return limit > counters_.reserved_bytes ? limit - counters_.reserved_bytes : 0;
 }
 
-void SimDevice::add_reserved(uint64_t bytes) {
-  counters_.reserved_bytes += bytes;
-  if (counters_.reserved_bytes > counters_.reserved_peak)
-    counters_.reserved_peak = counters_.reserved_bytes;
-}
-
 std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
   if (bytes == 0 || !has_room_for(bytes)) {
     ++counters_.failed_calls;
@@ -49,7 +43,7 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
   }
   heap_live_[*address] = bytes;
   ++counters_.malloc_calls;
-  add_reserved(bytes);
+  counters_.add_reserved(bytes);
   return address;
 }
 
@@ -57,7 +51,7 @@ void SimDevice::free(uint64_t address) {
   const auto live = heap_live_.find(address);
   if (live == heap_live_.end() || !heap_.release(address))
     throw std::logic_error("SimDevice::free of an address it never handed out");
-  counters_.reserved_bytes -= live->second;
+  counters_.remove_reserved(live->second);
   heap_live_.erase(live);
   ++counters_.free_calls;
 }
@@ -80,7 +74,7 @@ bool SimDevice::map(uint64_t address, uint64_t bytes) {
     return false;
   }
   ++counters_.map_calls;
-  add_reserved(bytes);
+  counters_.add_reserved(bytes);
   uint64_t start = address;
   uint64_t end = address + bytes;
   auto next = mapped_.lower_bound(start);
@@ -98,7 +92,7 @@ bool SimDevice::map(uint64_t address, uint64_t bytes) {
 
 void SimDevice::unmap(uint64_t address, uint64_t bytes) {
   ++counters_.unmap_calls;
-  counters_.reserved_bytes -= bytes;
+  counters_.remove_reserved(bytes);
   // Cut [address, address+bytes) out of the mapped range that holds it.
   auto it = mapped_.upper_bound(address);
   if (it == mapped_.begin()) return;
@@ -161,9 +155,9 @@ void SimDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
 void SimDevice::update_pool_counters() {
   const uint64_t reserved = pool_.reserved_bytes();
   if (reserved >= counters_.pool_reserved_bytes)
-    add_reserved(reserved - counters_.pool_reserved_bytes);
+    counters_.add_reserved(reserved - counters_.pool_reserved_bytes);
   else
-    counters_.reserved_bytes -= counters_.pool_reserved_bytes - reserved;
+    counters_.remove_reserved(counters_.pool_reserved_bytes - reserved);
   counters_.pool_reserved_bytes = reserved;
   counters_.pool_reserved_peak = std::max(counters_.pool_reserved_peak, reserved);
   counters_.pool_used_bytes = pool_.used_bytes();

@@ -55,7 +55,6 @@ class SimDevice final : public Device {
 
  private:
   bool has_room_for(uint64_t bytes) const;
-  void add_reserved(uint64_t bytes);
   void update_pool_counters();  // after every pool operation
 
   Options options_;

@@ -124,6 +124,40 @@ TEST(Cli, BadPolicyOptionsAreNamed) {
   EXPECT_NE(r.output.find("pytorch"), std::string::npos) << r.output;  // lists the valid ones
   r = run_cli("replay " + trace.string() + " --capacity 12 parsecs");
   EXPECT_EQ(r.status, 2) << r.output;
+  // Every policy through the one option parser: key and value named, one line.
+  r = run_cli("replay " + trace.string() + " --policy cuda_async:reuse_allow_opportunistic:yes");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("'reuse_allow_opportunistic': expected True, False, true or false, got 'yes'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  r = run_cli("replay " + trace.string() + " --policy passthrough:fast:True");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown option 'fast'"), std::string::npos) << r.output;
+  r = run_cli("replay " + trace.string() + " --policy cuda_async:release_threshold:1GiB --json -");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(Cli, PolicyStatsKeepPyTorchsNamesWithTheDevicesCounts) {
+  const auto trace = scratch("multistream5.mrt");
+  ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
+  auto r = run_cli("replay " + trace.string() + " --policy pytorch --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto metrics = nlohmann::json::parse(r.output);
+  const auto& stats = metrics["policy_stats"];
+  EXPECT_EQ(stats["num_device_alloc"], metrics["device_alloc_calls"]);
+  EXPECT_EQ(stats["num_device_free"], metrics["device_free_calls"]);
+  EXPECT_EQ(stats["reserved_bytes.all.peak"], metrics["reserved_peak"]);
+  EXPECT_EQ(stats["num_alloc_retries"], metrics["alloc_retries"]);
+  for (const char* key : {"allocated_bytes.all.peak", "segment.all.current", "num_ooms", "num_sync_all_streams",
+                          "inactive_split_bytes.all.current", "oversize_segments.all.peak"})
+    EXPECT_TRUE(stats.contains(key)) << key;
+
+  r = run_cli("replay " + trace.string() + " --policy cuda_async --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  metrics = nlohmann::json::parse(r.output);
+  EXPECT_EQ(metrics["policy_stats"]["pool_reserved_mem_high"], metrics["device_counters"]["pool_reserved_peak"]);
+  EXPECT_EQ(metrics["policy_stats"].size(), 2u);
 }
 
 TEST(Cli, ValidateNamesEachProblemWithItsEventIndex) {

@@ -270,7 +270,7 @@ class CudaReplay : public ::testing::TestWithParam<std::string> {
     return path;
   }
   static ReplayMetrics replay(const std::string& policy, const std::string& device) {
-    ReplayRequest request;
+    ReplayOptions request;
     request.trace_path = trace();
     request.policy_spec = policy;
     request.device_spec = device;
@@ -327,10 +327,10 @@ TEST(CudaReplayTraces, EveryTraceLeavesNoMemoryBehind) {
   std::sort(traces.begin(), traces.end());
   ASSERT_FALSE(traces.empty()) << "no .mrt in " << dir;
   for (const std::string policy : {"pytorch", "pytorch:expandable_segments:True", "cuda_async"}) {
-    ReplayRequest request;
+    ReplayOptions request;
     request.policy_spec = policy;
     request.device_spec = "cuda:0";
-    request.options.lenient = true;  // ring-buffer traces: the leak check is the point here
+    request.lenient = true;  // ring-buffer traces: the leak check is the point here
     request.trace_path = traces.front().string();
     run_replay(request);  // warm-up: one-time allocations of the runtime stay out of the check
     for (const auto& trace : traces) {
@@ -375,7 +375,7 @@ TEST(CudaPoolProbe, WritesTheRealPoolsPlacements) {
         const auto it = live.find(e.address);
         if (it == live.end()) continue;
         std::fprintf(file, "f %llx\n", static_cast<unsigned long long>(it->second - *base));
-        policy->free(it->second);
+        policy->free(it->second, e.stream);
         live.erase(it);
       } else if (e.kind == EventKind::empty_cache) {
         policy->empty_cache();

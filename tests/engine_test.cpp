@@ -2,11 +2,12 @@
 // treats events inconsistent with the live state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 #include "replayer/fragmentation.h"
 #include "replayer/sim_device.h"
 #include "replayer/timeline.h"
@@ -68,7 +69,7 @@ TEST(Engine, EmptyCacheReleasesCachedSegments) {
 }
 
 TEST(Engine, FreeOfUnknownAddressNamesTheEvent) {
-  Replay strict("pytorch", {}, ReplayOptions{.trace_name = "t.mrt"});
+  Replay strict("pytorch", {}, ReplayOptions{.trace_path = "t.mrt"});
   try {
     strict.run({alloc(0x1000, 10), free_completed(0x9999)});
     FAIL() << "expected InputError";
@@ -87,6 +88,73 @@ TEST(Engine, LenientCountsAndSkips) {
   const auto m = lenient.run({alloc(0x1000, 10), alloc(0x1000, 20), free_completed(0x9999), free_completed(0x1000)});
   EXPECT_EQ(m.skipped_events, 2u);
   EXPECT_EQ(m.requested_peak, 10u);
+}
+
+// A policy that hands out one 4 KiB block per request and records the stream of every free; it
+// refuses the frees of addresses listed in `refuse` (a broken policy, as far as the engine knows).
+class RecordingPolicy final : public Policy {
+ public:
+  std::vector<StreamId> free_streams;
+  std::vector<uint64_t> refuse;
+
+ private:
+  std::optional<Block> do_allocate(uint64_t, StreamId) override { return Block{next_ += 4096, 4096}; }
+  bool do_free(uint64_t address, StreamId stream) override {
+    free_streams.push_back(stream);
+    return std::find(refuse.begin(), refuse.end(), address) == refuse.end();
+  }
+  uint64_t next_ = 0;
+};
+
+TEST(Engine, FreePassesTheStreamOfTheFreeEvent) {
+  SimDevice device(SimDevice::Options{});
+  RecordingPolicy policy;
+  ReplaySession session(policy, device, ReplayOptions{});
+  Event free_on_7 = free_completed(0x1000);
+  free_on_7.stream = 7;
+  session.feed_batch(std::vector<Event>{alloc(0x1000, 10, 3), free_on_7}, 0);
+  EXPECT_EQ(policy.free_streams, std::vector<StreamId>{7});
+}
+
+TEST(Engine, AFreeThePolicyRefusesIsAnInputErrorNamingTheEvent) {
+  SimDevice device(SimDevice::Options{});
+  RecordingPolicy policy;
+  policy.refuse = {4096};  // the first block
+  ReplaySession strict(policy, device, ReplayOptions{.trace_path = "t.mrt"});
+  try {
+    strict.feed_batch(std::vector<Event>{alloc(0x1000, 10), alloc(0x2000, 10), free_completed(0x1000)}, 40);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("t.mrt: event 42: the policy refused the free_completed: free of 0x1000"),
+              std::string::npos)
+        << message;
+  }
+
+  RecordingPolicy refusing;
+  refusing.refuse = {4096};
+  ReplaySession lenient(refusing, device, ReplayOptions{.lenient = true});
+  lenient.feed_batch(std::vector<Event>{alloc(0x1000, 10), alloc(0x2000, 30), free_completed(0x1000),
+                                        free_completed(0x2000), alloc(0x3000, 20)},
+                     0);
+  const ReplayMetrics m = lenient.finish();
+  EXPECT_EQ(m.skipped_events, 1u);
+  EXPECT_EQ(m.requested_peak, 40u);  // the refused block left the engine's books with its free
+  EXPECT_EQ(refusing.free_streams.size(), 2u);
+}
+
+TEST(Engine, PolicyStatsAreReadTyped) {
+  // An OOM under a 50 MiB cap: the pytorch policy retries once; the JSON keeps PyTorch's names.
+  Replay r("pytorch", 50 * kMiB, ReplayOptions{.continue_after_oom = true});
+  const auto m = r.run({alloc(0x1000, 40 * kMiB), alloc(0x2000, 40 * kMiB)});
+  EXPECT_EQ(m.alloc_retries, 1u);
+  EXPECT_EQ(m.policy_stats.at("num_alloc_retries"), 1u);
+  EXPECT_EQ(m.policy_stats.at("num_ooms"), 1u);
+  EXPECT_EQ(m.policy_stats.at("num_device_alloc"), r.device.counters().malloc_calls);
+  EXPECT_EQ(m.policy_stats.at("reserved_bytes.all.peak"), m.reserved_peak);
+  EXPECT_EQ(m.policy_stats.at("reserved_bytes.all.allocated"), 40 * kMiB);
+  EXPECT_EQ(m.policy_stats.at("allocated_bytes.all.current"), 40 * kMiB);
+  EXPECT_TRUE(Replay("passthrough").run({alloc(0x1000, 10)}).policy_stats.empty());
 }
 
 TEST(Engine, StopsAtFirstOomAndNamesIt) {

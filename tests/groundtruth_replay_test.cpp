@@ -96,7 +96,7 @@ TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
   const std::string snapshot = truth["snapshot"];
   const std::string trace = imported_trace(snapshot.substr(0, snapshot.find(".pickle")));
 
-  ReplayRequest request;
+  ReplayOptions request;
   request.trace_path = trace;
   request.policy_spec = policy_for(truth["alloc_conf"]);
   request.device_spec = "recording-sim";
@@ -159,7 +159,7 @@ class GroundTruthLiveRun : public ::testing::TestWithParam<LiveRun> {};
 
 TEST_P(GroundTruthLiveRun, ReservedPeakAndDeviceCallsMatch) {
   const json run = read_json(shared_path("groundtruth/runs/" + GetParam().run + ".json"));
-  ReplayRequest request;
+  ReplayOptions request;
   request.trace_path = imported_trace(GetParam().trace);
   request.policy_spec = policy_for(run["alloc_conf"]);
   if (run["cap"].get<double>() > 0)

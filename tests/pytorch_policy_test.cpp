@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policies/pytorch/alloc_config.h"
@@ -38,19 +39,29 @@ struct Fixture {
     return block.value_or(Block{});
   }
   const DeviceCounters& counters() const { return device.counters(); }
-  const AllocatorStats& stats() const { return policy.allocator_stats(); }
+  const CachingAllocatorStats& stats() const { return policy.allocator_stats(); }
+  uint64_t device_allocs() const { return counters().malloc_calls + counters().map_calls; }
+  uint64_t device_frees() const { return counters().free_calls + counters().unmap_calls; }
 
   SimDevice device;
   CachingAllocatorPolicy policy;
 };
 
+// Allocates and frees a block of `cached` bytes, then allocates `request`: {the freed block, the new one}.
+std::pair<Block, Block> free_then_alloc(Fixture& f, uint64_t cached, uint64_t request) {
+  const Block freed = f.alloc(cached);
+  f.policy.free(freed.address, 0);
+  return {freed, f.alloc(request)};
+}
+
+// The one-line error parse_alloc_config gives for `conf`, "" when it parses.
 std::string spec_error(const std::string& conf) {
   try {
     parse_alloc_config(conf);
+    return "";
   } catch (const PolicySpecError& e) {
     return e.what();
   }
-  return "";
 }
 
 // ---- options --------------------------------------------------------------------------------------
@@ -249,16 +260,16 @@ TEST(PytorchPolicyAlloc, BestFitPrefersTheSmallestBlockThenTheLowestAddress) {
   const Block twelve = f.alloc(12 * MiB);
   const Block fourteen = f.alloc(14 * MiB);
   ASSERT_LT(fourteen.address, twelve.address);  // SimDevice hands out addresses top-down
-  f.policy.free(twelve.address);
-  f.policy.free(fourteen.address);
+  f.policy.free(twelve.address, 0);
+  f.policy.free(fourteen.address, 0);
   // 11.5 MiB fits both: the smaller block wins although its address is higher.
   EXPECT_EQ(f.alloc(11 * MiB + 512 * 1024).address, twelve.address);
 
   Fixture g("");
   const Block first = g.alloc(12 * MiB);
   const Block second = g.alloc(12 * MiB);
-  g.policy.free(first.address);
-  g.policy.free(second.address);
+  g.policy.free(first.address, 0);
+  g.policy.free(second.address, 0);
   EXPECT_EQ(g.alloc(12 * MiB).address, std::min(first.address, second.address));
   EXPECT_EQ(g.alloc(12 * MiB).address, std::max(first.address, second.address));
   EXPECT_EQ(g.counters().malloc_calls, 2u);
@@ -267,7 +278,7 @@ TEST(PytorchPolicyAlloc, BestFitPrefersTheSmallestBlockThenTheLowestAddress) {
 TEST(PytorchPolicyAlloc, FreeBlocksAreReusedOnTheirOwnStreamOnly) {
   Fixture f("");
   const Block a = f.alloc(12 * MiB, /*stream=*/7);
-  f.policy.free(a.address);
+  f.policy.free(a.address, 0);
   const Block b = f.alloc(12 * MiB, /*stream=*/9);
   EXPECT_NE(b.address, a.address);
   EXPECT_EQ(f.counters().malloc_calls, 2u);
@@ -279,17 +290,17 @@ TEST(PytorchPolicyAlloc, FreeMergesNeighboursBackIntoTheWholeSegment) {
   const Block a = f.alloc(4 * MiB);
   const Block b = f.alloc(4 * MiB);
   const Block c = f.alloc(4 * MiB);
-  f.policy.free(b.address);
+  f.policy.free(b.address, 0);
   EXPECT_EQ(f.stats().inactive_split.current, 2);  // b's hole and the tail
-  f.policy.free(a.address);
-  f.policy.free(c.address);
+  f.policy.free(a.address, 0);
+  f.policy.free(c.address, 0);
   EXPECT_EQ(f.stats().inactive_split.current, 0);
   EXPECT_EQ(f.stats().inactive_split_bytes.current, 0);
   // One whole free segment: a 20 MiB request reuses it, and empty_cache releases it in one call.
   const Block whole = f.alloc(20 * MiB);
   EXPECT_EQ(whole.address, a.address);
   EXPECT_EQ(f.counters().malloc_calls, 1u);
-  f.policy.free(whole.address);
+  f.policy.free(whole.address, 0);
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().free_calls, 1u);
   EXPECT_EQ(f.counters().reserved_bytes, 0u);
@@ -298,7 +309,7 @@ TEST(PytorchPolicyAlloc, FreeMergesNeighboursBackIntoTheWholeSegment) {
 TEST(PytorchPolicyAlloc, OversizeBlocksServeOnlyRequestsWithinTheRoundingLimit) {
   Fixture f("max_split_size_mb:64");
   const Block big = f.alloc(100 * MiB);
-  f.policy.free(big.address);
+  f.policy.free(big.address, 0);
   f.alloc(50 * MiB);  // below max_split_size: never gets an oversize block
   EXPECT_EQ(f.counters().malloc_calls, 2u);
   f.alloc(70 * MiB);  // 100 MiB >= 70 + 20 MiB: too much slack
@@ -306,9 +317,7 @@ TEST(PytorchPolicyAlloc, OversizeBlocksServeOnlyRequestsWithinTheRoundingLimit) 
   EXPECT_EQ(f.stats().oversize_segments.current, 2);  // 100 and 70 MiB
 
   Fixture g("max_split_size_mb:64");
-  const Block big2 = g.alloc(100 * MiB);
-  g.policy.free(big2.address);
-  const Block reused = g.alloc(90 * MiB);  // 100 < 90 + 20: taken whole, not split
+  const auto [big2, reused] = free_then_alloc(g, 100 * MiB, 90 * MiB);  // 100 < 90 + 20: taken whole, not split
   EXPECT_EQ(reused.address, big2.address);
   EXPECT_EQ(reused.size, 100 * MiB);
   EXPECT_EQ(g.counters().malloc_calls, 1u);
@@ -316,9 +325,7 @@ TEST(PytorchPolicyAlloc, OversizeBlocksServeOnlyRequestsWithinTheRoundingLimit) 
 
 TEST(PytorchPolicyAlloc, MaxNonSplitRoundingWidensTheOversizeSlack) {
   Fixture f("max_split_size_mb:64,max_non_split_rounding_mb:40");
-  const Block big = f.alloc(100 * MiB);
-  f.policy.free(big.address);
-  const Block reused = f.alloc(70 * MiB);  // 100 < 70 + 40
+  const auto [big, reused] = free_then_alloc(f, 100 * MiB, 70 * MiB);  // 100 < 70 + 40
   EXPECT_EQ(reused.address, big.address);
   EXPECT_EQ(reused.size, 100 * MiB);
   EXPECT_EQ(f.counters().malloc_calls, 1u);
@@ -326,9 +333,7 @@ TEST(PytorchPolicyAlloc, MaxNonSplitRoundingWidensTheOversizeSlack) {
 
 TEST(PytorchPolicyAlloc, RequestsAboveMaxSplitSizeAreNeverSplit) {
   Fixture f("max_split_size_mb:20");
-  const Block a = f.alloc(30 * MiB);
-  f.policy.free(a.address);
-  const Block b = f.alloc(21 * MiB);  // 30 < 21 + 20: whole block, remainder 9 MiB not split off
+  const Block b = free_then_alloc(f, 30 * MiB, 21 * MiB).second;  // 30 < 21 + 20: whole, 9 MiB not split off
   EXPECT_EQ(b.size, 30 * MiB);
   EXPECT_EQ(f.stats().inactive_split.current, 0);
 }
@@ -350,7 +355,7 @@ TEST(PytorchPolicyExpandable, GrowsOneSegmentPageByPage) {
   const Block c = f.alloc(10 * MiB);  // the 10 MiB left on the last page
   EXPECT_EQ(c.address, b.address + 30 * MiB);
   EXPECT_EQ(f.counters().map_calls, 2u);
-  EXPECT_EQ(f.stats().num_device_alloc, 2u);
+  EXPECT_EQ(f.device_allocs(), 2u);  // PyTorch's num_device_alloc
 
   f.alloc(1000);  // the small pool has its own segment with 2 MiB pages
   EXPECT_EQ(f.counters().reserve_calls, 2u);
@@ -363,16 +368,16 @@ TEST(PytorchPolicyExpandable, EmptyCacheUnmapsOnlyWholeFreePages) {
   const Block b = f.alloc(25 * MiB);  // [10, 35) MiB: maps page 1, [35, 40) free
   EXPECT_EQ(b.address, a.address + 10 * MiB);
   EXPECT_EQ(f.counters().map_calls, 2u);
-  f.policy.free(a.address);  // free [0, 10) and [35, 40): no whole page
+  f.policy.free(a.address, 0);  // free [0, 10) and [35, 40): no whole page
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().unmap_calls, 0u);
   EXPECT_EQ(f.counters().reserved_bytes, 40 * MiB);
-  f.policy.free(b.address);  // [0, 40) free: two pages, one unmap call
+  f.policy.free(b.address, 0);  // [0, 40) free: two pages, one unmap call
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().unmap_calls, 1u);
   EXPECT_EQ(f.counters().reserved_bytes, 0u);
   EXPECT_EQ(f.counters().release_calls, 1u);  // the emptied VA is released
-  EXPECT_EQ(f.stats().num_device_free, 1u);
+  EXPECT_EQ(f.device_frees(), 1u);  // num_device_free
   EXPECT_EQ(f.stats().num_sync_all_streams, 2u);
 }
 
@@ -380,12 +385,12 @@ TEST(PytorchPolicyExpandable, ReusesFreedPagesBeforeMappingNewOnes) {
   Fixture f("expandable_segments:True");
   const Block a = f.alloc(40 * MiB);
   const Block b = f.alloc(20 * MiB);
-  f.policy.free(a.address);
+  f.policy.free(a.address, 0);
   const Block c = f.alloc(30 * MiB);  // best fit in [0, 40): no new page
   EXPECT_EQ(c.address, a.address);
   EXPECT_EQ(f.counters().map_calls, 2u);
-  f.policy.free(b.address);
-  f.policy.free(c.address);
+  f.policy.free(b.address, 0);
+  f.policy.free(c.address, 0);
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().reserved_bytes, 0u);
 }
@@ -397,8 +402,8 @@ TEST(PytorchPolicyRelease, EmptyCacheReleasesWholeFreeSegmentsOnly) {
   const Block kept = f.alloc(1000);    // segment 1: partly used
   f.alloc(1000);
   const Block other = f.alloc(12 * MiB);  // segment 2: will be entirely free
-  f.policy.free(kept.address);
-  f.policy.free(other.address);
+  f.policy.free(kept.address, 0);
+  f.policy.free(other.address, 0);
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().free_calls, 1u);
   EXPECT_EQ(f.counters().reserved_bytes, 2 * MiB);
@@ -408,50 +413,53 @@ TEST(PytorchPolicyRelease, EmptyCacheReleasesWholeFreeSegmentsOnly) {
 TEST(PytorchPolicyRelease, RetryReleasesTheCacheUnderTheLimit) {
   Fixture f("", /*capacity=*/40 * MiB);
   const Block a = f.alloc(12 * MiB);
-  f.policy.free(a.address);
+  f.policy.free(a.address, 0);
   const Block b = f.alloc(30 * MiB);  // 12 + 30 > 40: free the cache, then retry
   EXPECT_EQ(b.size, 30 * MiB);
-  EXPECT_EQ(f.stats().num_alloc_retries, 1u);
+  EXPECT_EQ(f.policy.stats().alloc_retries, 1u);
   EXPECT_EQ(f.stats().num_sync_all_streams, 1u);
   EXPECT_EQ(f.counters().free_calls, 1u);
   EXPECT_EQ(f.counters().failed_calls, 0u);  // the limit is checked before any device call
-  EXPECT_EQ(f.policy.stats().at("num_alloc_retries"), 1u);
+  EXPECT_EQ(stats_by_name(f.policy.stats(), f.counters()).at("num_alloc_retries"), 1u);
 }
 
 TEST(PytorchPolicyRelease, OutOfMemoryIsAResult) {
   Fixture f("", /*capacity=*/40 * MiB);
   f.alloc(30 * MiB);
   EXPECT_FALSE(f.policy.allocate(20 * MiB, 0).has_value());
-  EXPECT_EQ(f.stats().num_ooms, 1u);
-  EXPECT_EQ(f.stats().num_alloc_retries, 1u);
-  EXPECT_EQ(f.policy.stats().at("num_ooms"), 1u);
+  EXPECT_EQ(f.policy.stats().ooms, 1u);
+  EXPECT_EQ(f.policy.stats().alloc_retries, 1u);
+  EXPECT_EQ(stats_by_name(f.policy.stats(), f.counters()).at("num_ooms"), 1u);
   EXPECT_EQ(f.counters().malloc_calls, 1u);
   EXPECT_TRUE(f.policy.allocate(10 * MiB, 0).has_value());  // still usable afterwards
 }
 
-TEST(PytorchPolicyRelease, MaxSplitSizeReleasesOversizeSegmentsBeforeEverything) {
-  Fixture f("max_split_size_mb:64", /*capacity=*/130 * MiB);
+// Leaves a free oversize 100 MiB segment and a free 12 MiB one in the cache; returns the latter.
+Block cache_oversize_and_small(Fixture& f) {
   const Block big = f.alloc(100 * MiB);
   const Block small = f.alloc(12 * MiB);
-  f.policy.free(big.address);
-  f.policy.free(small.address);
+  f.policy.free(big.address, 0);
+  f.policy.free(small.address, 0);
+  return small;
+}
+
+TEST(PytorchPolicyRelease, MaxSplitSizeReleasesOversizeSegmentsBeforeEverything) {
+  Fixture f("max_split_size_mb:64", /*capacity=*/130 * MiB);
+  const Block small = cache_oversize_and_small(f);
   // 30 MiB may not take the oversize block, and 112 + 30 > 130: release_available_cached_blocks
   // frees that one oversize segment, keeps the 12 MiB one, and no last-resort retry is needed.
   f.alloc(30 * MiB);
   EXPECT_EQ(f.counters().free_calls, 1u);
-  EXPECT_EQ(f.stats().num_alloc_retries, 0u);
+  EXPECT_EQ(f.policy.stats().alloc_retries, 0u);
   EXPECT_EQ(f.alloc(12 * MiB).address, small.address);
 
   // Oversize segments that together fall short of the request stay released, and the
   // last-resort path then frees everything else.
   Fixture g("max_split_size_mb:64", /*capacity=*/230 * MiB);
-  const Block big2 = g.alloc(100 * MiB);
-  const Block small2 = g.alloc(12 * MiB);
-  g.policy.free(big2.address);
-  g.policy.free(small2.address);
+  cache_oversize_and_small(g);
   g.alloc(120 * MiB);
   EXPECT_EQ(g.counters().free_calls, 2u);
-  EXPECT_EQ(g.stats().num_alloc_retries, 1u);
+  EXPECT_EQ(g.policy.stats().alloc_retries, 1u);
 }
 
 TEST(PytorchPolicyRelease, GarbageCollectionFreesOldWholeSegmentsUnderALimit) {
@@ -459,15 +467,15 @@ TEST(PytorchPolicyRelease, GarbageCollectionFreesOldWholeSegmentsUnderALimit) {
   Fixture f("garbage_collection_threshold:0.5", /*capacity=*/100 * MiB);
   std::vector<Block> blocks;
   for (const uint64_t mib : {12u, 14u, 16u, 18u}) blocks.push_back(f.alloc(mib * MiB));
-  for (const Block& b : blocks) f.policy.free(b.address);  // 60 MiB cached, all the same age
-  f.policy.free(f.alloc(12 * MiB).address);                // the 12 MiB block gets younger
+  for (const Block& b : blocks) f.policy.free(b.address, 0);  // 60 MiB cached, all the same age
+  f.policy.free(f.alloc(12 * MiB).address, 0);                // the 12 MiB block gets younger
   f.alloc(30 * MiB);  // no fit: GC frees the blocks at least as old as the mean (14, 16, 18)
   EXPECT_EQ(f.counters().free_calls, 3u);
-  EXPECT_EQ(f.stats().num_alloc_retries, 0u);
+  EXPECT_EQ(f.policy.stats().alloc_retries, 0u);
   EXPECT_EQ(f.alloc(12 * MiB).address, blocks[0].address);  // the young one survived
 
   Fixture unlimited("garbage_collection_threshold:0.5");  // no limit: no GC (2.11)
-  for (const uint64_t mib : {12u, 14u, 16u, 18u}) unlimited.policy.free(unlimited.alloc(mib * MiB).address);
+  for (const uint64_t mib : {12u, 14u, 16u, 18u}) unlimited.policy.free(unlimited.alloc(mib * MiB).address, 0);
   unlimited.alloc(30 * MiB);
   EXPECT_EQ(unlimited.counters().free_calls, 0u);
 }
@@ -499,8 +507,8 @@ TEST(PytorchPolicyAdopt, SeedsSegmentsAndLiveBlocksAtExactOffsets) {
   EXPECT_EQ(a.size, 2 * MiB);
   EXPECT_EQ(f.counters().malloc_calls, 1u);
   EXPECT_FALSE(f.policy.adopt_block(*segment + 100 * MiB, 1 * MiB, 1, 0).has_value());
-  f.policy.free(live->address);
-  f.policy.free(a.address);
+  f.policy.free(live->address, 0);
+  f.policy.free(a.address, 0);
   f.policy.empty_cache();
   EXPECT_EQ(f.counters().reserved_bytes, 0u);
 }
@@ -531,14 +539,21 @@ TEST(PytorchPolicyInvariants, RandomProgramsKeepTheBooksBalanced) {
         }
       } else {
         const size_t i = rng() % live.size();
-        f.policy.free(live[i].block.address);
+        f.policy.free(live[i].block.address, 0);
         allocated -= live[i].block.size;
         requested -= live[i].requested;
         live[i] = live.back();
         live.pop_back();
       }
       if (step % 500 == 0) f.policy.empty_cache();
-      ASSERT_EQ(f.stats().reserved_bytes.current, static_cast<int64_t>(f.counters().reserved_bytes)) << conf;
+      // The Device's counts (the policy keeps none): reserved = what is backed, and without
+      // expandable segments one live cudaMalloc per segment the policy holds.
+      uint64_t backed = 0;
+      for (const auto& [start, end] : f.device.backed_ranges()) backed += end - start;
+      ASSERT_EQ(f.counters().reserved_bytes, backed) << conf;
+      if (!f.policy.config().expandable_segments)
+        ASSERT_EQ(f.counters().malloc_calls - f.counters().free_calls, static_cast<uint64_t>(f.stats().segment.current))
+            << conf;
       ASSERT_EQ(f.stats().allocated_bytes.current, static_cast<int64_t>(allocated)) << conf;
       ASSERT_EQ(f.stats().requested_bytes.current, static_cast<int64_t>(requested)) << conf;
       ASSERT_GE(f.counters().reserved_bytes, allocated) << conf;
@@ -547,12 +562,15 @@ TEST(PytorchPolicyInvariants, RandomProgramsKeepTheBooksBalanced) {
     std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.block.address < b.block.address; });
     for (size_t i = 1; i < live.size(); ++i)
       ASSERT_LE(live[i - 1].block.address + live[i - 1].block.size, live[i].block.address) << conf;
-    for (const Live& l : live) f.policy.free(l.block.address);
+    for (const Live& l : live) f.policy.free(l.block.address, 0);
     f.policy.empty_cache();
     EXPECT_EQ(f.counters().reserved_bytes, 0u) << conf;
     EXPECT_EQ(f.stats().inactive_split_bytes.current, 0) << conf;
-    EXPECT_EQ(f.stats().num_device_alloc, f.counters().malloc_calls + f.counters().map_calls) << conf;
-    EXPECT_EQ(f.stats().num_device_free, f.counters().free_calls + f.counters().unmap_calls) << conf;
+    EXPECT_EQ(f.counters().malloc_calls, f.counters().free_calls) << conf;
+    EXPECT_EQ(f.counters().reserved_bytes_allocated, f.counters().reserved_bytes_freed) << conf;
+    const auto named = stats_by_name(f.policy.stats(), f.counters());
+    EXPECT_EQ(named.at("num_device_alloc"), f.device_allocs()) << conf;
+    EXPECT_EQ(named.at("reserved_bytes.all.peak"), f.counters().reserved_peak) << conf;
   }
 }
 

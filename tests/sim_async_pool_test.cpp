@@ -179,13 +179,13 @@ TEST(CudaAsyncPolicy, AllocatesFromThePoolAndTrimsOnEmptyCache) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->size, 1000u);  // no rounding: allocated = requested
   EXPECT_EQ(device.counters().pool_used_bytes, 1000 + 5 * kMiB);
-  policy->free(a->address);
-  policy->free(b->address);
-  policy->free(b->address);  // unknown now: ignored, as by every policy
+  policy->free(a->address, 0);
+  policy->free(b->address, 0x55);
+  EXPECT_THROW(policy->free(b->address, 0x55), PolicyContractError);  // unknown now: refused, as by every policy
   EXPECT_EQ(device.counters().pool_free_calls, 2u);
   policy->empty_cache();
   EXPECT_EQ(device.counters().reserved_bytes, 0u);
-  const auto stats = policy->stats();
+  const auto stats = stats_by_name(policy->stats(), device.counters());
   EXPECT_EQ(stats.at("pool_reserved_mem_high"), kChunk);
   EXPECT_EQ(stats.at("pool_used_mem_high"), 1000 + 5 * kMiB);
 }
@@ -211,7 +211,7 @@ TEST(CudaAsyncPolicy, ReleaseThresholdOptionReachesThePool) {
   SimDevice device(SimDevice::Options{});
   auto policy = PolicyRegistry::instance().create("cuda_async:release_threshold:0", device);
   const auto a = policy->allocate(kChunk, 0);
-  policy->free(a->address);
+  policy->free(a->address, 0);
   device.synchronize();
   EXPECT_EQ(device.counters().pool_reserved_bytes, 0u);
 }
@@ -226,7 +226,7 @@ TEST(SimAsyncPoolCalibration, RealTracesAgainstLiveAsyncpoolRuns) {
   };
   for (const auto& [workload, model_peak] : expected) {
     const auto live = testing::read_json(testing::shared_dir() / "groundtruth" / "runs" / (workload + ".asyncpool.json"));
-    ReplayRequest request;
+    ReplayOptions request;
     request.trace_path = testing::imported_trace(workload + ".default");
     request.policy_spec = "cuda_async";
     const ReplayMetrics m = run_replay(request);

@@ -1,8 +1,9 @@
 // PYTORCH_CUDA_ALLOC_CONF for the pytorch policy, parsed the way PyTorch 2.11 parses it
 // (c10/core/AllocatorConfig.cpp + c10/cuda/CUDAAllocatorConfig.cpp, the "new" parser).
 //
-// Syntax: comma-separated `key:value`, lists in `[...]`, whitespace ignored; the tokenizer splits on
-// `, : [ ]`. Keys that change decisions:
+// Syntax: the shared policy option parser's (policies/detail/policy_options.h, PyTorch's tokenizer):
+// comma-separated `key:value`, lists in `[...]`, whitespace ignored. PyTorch's keys keep PyTorch's
+// spellings and units: sizes in MiB (`_mb`), booleans True / False only. Keys that change decisions:
 //   large_segment_size_mb        > 10, default 20: large-pool segment size and large page size;
 //                                read before every other key (it sets the minimum of the two below)
 //   max_split_size_mb            >= large_segment_size_mb; default unlimited. Blocks >= it are

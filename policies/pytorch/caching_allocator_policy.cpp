@@ -40,7 +40,7 @@ CachingAllocatorPolicy::CachingAllocatorPolicy(const AllocConfig& config, Device
   gc_active_ = allowed_max_.has_value() && config.garbage_collection_threshold > 0.0;
 }
 
-std::optional<Block> CachingAllocatorPolicy::allocate(uint64_t bytes, StreamId stream) {
+std::optional<Block> CachingAllocatorPolicy::do_allocate(uint64_t bytes, StreamId stream) {
   const uint64_t size = round_size(bytes, config_);
   AllocParams p{size, stream, &pool_for(size), segment_size(size, config_), config_.expandable_segments};
 
@@ -51,26 +51,32 @@ std::optional<Block> CachingAllocatorPolicy::allocate(uint64_t bytes, StreamId s
     found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false)) ||
             (release_cached_blocks() && alloc_block(p, true));
   }
-  if (!found) {
-    ++stats_.num_ooms;
-    return std::nullopt;
-  }
+  if (!found) return std::nullopt;
   CacheBlock* block = alloc_found_block(p, bytes, should_split(p.block, size, p.expandable));
   live_.insert(block->address, block);
   return Block{block->address, block->size};
 }
 
-void CachingAllocatorPolicy::free(uint64_t address) noexcept {
+bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
+  // The block returns to the pool of its allocation stream, whichever stream frees it (as PyTorch).
   CacheBlock* block = live_.take(address);
-  if (block == nullptr) return;
+  if (block == nullptr) return false;
   block->allocated = false;
   stats_.allocation.decrease(1);
   stats_.allocated_bytes.decrease(block->size);
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
   free_block(block);
+  return true;
 }
 
-void CachingAllocatorPolicy::empty_cache() { release_cached_blocks(); }
+void CachingAllocatorPolicy::do_empty_cache() { release_cached_blocks(); }
+
+PolicyStats CachingAllocatorPolicy::do_stats() const {
+  PolicyStats stats;
+  stats.alloc_retries = num_alloc_retries_;
+  stats.caching = stats_;
+  return stats;
+}
 
 // ---- the search ---------------------------------------------------------------------------------
 
@@ -159,21 +165,18 @@ CacheBlock* CachingAllocatorPolicy::alloc_found_block(const AllocParams& p, uint
 // ---- getting memory from the device -------------------------------------------------------------
 
 bool CachingAllocatorPolicy::alloc_block(AllocParams& p, bool is_retry) {
-  if (is_retry) ++stats_.num_alloc_retries;
+  if (is_retry) ++num_alloc_retries_;
   // The limit is checked against the segment size, on the expandable path too.
-  if (allowed_max_ && total_allocated_memory_ + p.alloc_size > *allowed_max_) return false;
+  if (allowed_max_ && device_.counters().reserved_bytes + p.alloc_size > *allowed_max_) return false;
   if (p.expandable) {
     p.block = try_allocate_expandable_block(p.stream, *p.pool, p.size);
     return p.block != nullptr;
   }
   const auto address = device_.malloc(p.alloc_size);
   if (!address) return false;
-  total_allocated_memory_ += p.alloc_size;
   p.block = arena_.make(*address, p.alloc_size, p.stream, p.pool);
   stats_.segment.increase(1);
-  stats_.reserved_bytes.increase(p.alloc_size);
   if (p.alloc_size >= config_.max_split_size) stats_.oversize_segments.increase(1);
-  ++stats_.num_device_alloc;
   return true;
 }
 
@@ -233,11 +236,8 @@ void CachingAllocatorPolicy::record_inactive_split(int64_t blocks, int64_t bytes
 }
 
 void CachingAllocatorPolicy::release_block(CacheBlock* block) {
-  ++stats_.num_device_free;
   device_.free(block->address);
-  total_allocated_memory_ -= block->size;
   stats_.segment.decrease(1);
-  stats_.reserved_bytes.decrease(block->size);
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   block->pool->blocks.erase(block);
   arena_.destroy(block);
@@ -299,8 +299,9 @@ void CachingAllocatorPolicy::release_blocks(BlockPool& pool) {
 void CachingAllocatorPolicy::garbage_collect_cached_blocks() {
   const auto gc_threshold =
       static_cast<uint64_t>(config_.garbage_collection_threshold * static_cast<double>(*allowed_max_));
-  if (total_allocated_memory_ <= gc_threshold) return;
-  const uint64_t target = total_allocated_memory_ - gc_threshold;
+  const uint64_t reserved = device_.counters().reserved_bytes;
+  if (reserved <= gc_threshold) return;
+  const uint64_t target = reserved - gc_threshold;
   BlockPool& pool = large_blocks_;
   auto age = [&pool](const CacheBlock* block) {
     return static_cast<uint64_t>(pool.get_free_blocks_call_count - block->gc_count_base);
@@ -386,9 +387,6 @@ bool CachingAllocatorPolicy::map_block(CacheBlock* to_map, uint64_t size) {
   try_merge_blocks(to_map, to_map->prev, pool);
   try_merge_blocks(to_map, to_map->next, pool);
   pool.insert_into_blocks(to_map);
-  total_allocated_memory_ += mapped.size;
-  stats_.reserved_bytes.increase(mapped.size);
-  ++stats_.num_device_alloc;  // one per map_block, however many pages
   return true;
 }
 
@@ -435,10 +433,6 @@ void CachingAllocatorPolicy::unmap_block(CacheBlock* block) {
   try_merge_blocks(block, block->prev, pool);
   try_merge_blocks(block, block->next, pool);
   pool.unmapped.insert(block);
-
-  total_allocated_memory_ -= unmapped.size;
-  stats_.reserved_bytes.decrease(unmapped.size);
-  ++stats_.num_device_free;
 }
 
 void CachingAllocatorPolicy::release_expandable_segment(CacheBlock* block) {
@@ -454,22 +448,19 @@ void CachingAllocatorPolicy::release_expandable_segment(CacheBlock* block) {
 
 // ---- a trace that starts mid-run ----------------------------------------------------------------
 
-std::optional<uint64_t> CachingAllocatorPolicy::adopt_segment(uint64_t bytes, StreamId stream) {
+std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes, StreamId stream) {
   const auto address = device_.malloc(bytes);
   if (!address) return std::nullopt;
   // Small-pool segments are 2 MiB; large-pool ones are at least 10 MiB.
   BlockPool& pool = bytes <= kSmallBuffer ? small_blocks_ : large_blocks_;
-  total_allocated_memory_ += bytes;
   stats_.segment.increase(1);
-  stats_.reserved_bytes.increase(bytes);
   if (bytes >= config_.max_split_size) stats_.oversize_segments.increase(1);
-  ++stats_.num_device_alloc;
   pool.insert_into_blocks(arena_.make(*address, bytes, stream, &pool));
   return address;
 }
 
-std::optional<Block> CachingAllocatorPolicy::adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                                         StreamId stream) {
+std::optional<Block> CachingAllocatorPolicy::do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
+                                                            StreamId stream) {
   // The free block holding [address, address + size): adoption is rare, a linear search will do.
   CacheBlock* host = nullptr;
   for (BlockPool* pool : {&small_blocks_, &large_blocks_}) {
@@ -528,12 +519,21 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(pytorch, "pytorch",
-                          "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
-                          "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
-                          "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
-                          "garbage_collection_threshold:F, expandable_segments:True|False, "
-                          "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
-                          make_pytorch);
+// The contract suite covers every option family: rounding, oversize blocks, GC under a limit,
+// expandable segments, and their mixes.
+MEMREPLAY_REGISTER_POLICY(
+    pytorch, .name = "pytorch",
+    .description = "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
+    .options_help = "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
+                    "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
+                    "garbage_collection_threshold:F, expandable_segments:True|False, "
+                    "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
+    .factory = make_pytorch,
+    .contract_option_sets = {"", "expandable_segments:True", "max_split_size_mb:20", "max_split_size_mb:64,"
+                             "max_non_split_rounding_mb:30", "roundup_power2_divisions:4",
+                             "roundup_power2_divisions:[1:1,2:2,4:4,>:8]", "large_segment_size_mb:40",
+                             "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
+                             "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
+                             "expandable_segments:True,garbage_collection_threshold:0.6"});
 
 }  // namespace memreplay::pytorch

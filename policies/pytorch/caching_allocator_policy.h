@@ -11,26 +11,25 @@
 //        && alloc_block                    then try again
 //      release_cached_blocks               free every whole free segment, unmap free pages,
 //        && alloc_block(retry)             then a last try (num_alloc_retries += 1)
-//   3. else OOM: num_ooms += 1, nullopt. Segments released on the way stay released.
+//   3. else OOM: nullopt (Policy counts num_ooms). Segments released on the way stay released.
 //   4. split: small pool or expandable -> remainder >= 512; large -> s < MSS and remainder > 1 MiB.
 //      The allocation takes the low-address front; the remainder stays cached.
 // free(address): the block returns to its pool at once (the engine frees at free_completed) and
 //   merges with free neighbours of the same segment and mapped state.
-// Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum, which is
+// Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum (reserved
+//   as the Device counts it: the policy keeps no byte or call counts of its own), which is
 //   Device::capacity() (set_per_process_memory_fraction) or per_process_memory_fraction; GC runs
 //   only under such a limit (2.11 semantics). Memory comes from the Device only.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "policies/policy.h"
+#include "policies/policy_stats.h"
 #include "policies/pytorch/alloc_config.h"
-#include "policies/pytorch/allocator_stats.h"
 #include "policies/pytorch/block_pool.h"
 #include "policies/pytorch/expandable_segment.h"
 #include "policies/pytorch/size_rounding.h"
@@ -41,23 +40,21 @@ class CachingAllocatorPolicy final : public Policy {
  public:
   CachingAllocatorPolicy(const AllocConfig& config, Device& device);
 
-  std::optional<Block> allocate(uint64_t bytes, StreamId stream) override;
-  void free(uint64_t address) noexcept override;
-  void empty_cache() override;
-  // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
-  std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) override;
-  std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                   StreamId stream) override;
-  std::map<std::string, uint64_t> stats() const override { return stats_.to_map(); }
-
-  const AllocatorStats& allocator_stats() const { return stats_; }
+  const CachingAllocatorStats& allocator_stats() const { return stats_; }
   const AllocConfig& config() const { return config_; }
   // The per-process limit in force (PyTorch's allowed_memory_maximum), if any.
   std::optional<uint64_t> allowed_memory_maximum() const { return allowed_max_; }
-  // Bytes held from the device now (PyTorch's total_allocated_memory).
-  uint64_t reserved_bytes() const { return total_allocated_memory_; }
 
  private:
+  std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override;
+  bool do_free(uint64_t address, StreamId stream) override;
+  void do_empty_cache() override;
+  // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
+  std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override;
+  std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
+                                      StreamId stream) override;
+  PolicyStats do_stats() const override;
+
   struct AllocParams {
     uint64_t size;        // rounded request
     StreamId stream;
@@ -99,8 +96,8 @@ class CachingAllocatorPolicy final : public Policy {
   BlockPool small_blocks_{true, set_nodes_};
   AddressMap live_;  // allocated blocks by address
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
-  uint64_t total_allocated_memory_ = 0;
-  AllocatorStats stats_;
+  CachingAllocatorStats stats_;
+  uint64_t num_alloc_retries_ = 0;
 };
 
 }  // namespace memreplay::pytorch

@@ -83,11 +83,6 @@ uint64_t CudaDevice::limit() const {
   return options_.capacity ? std::min(*options_.capacity, total_memory_) : total_memory_;
 }
 
-void CudaDevice::add_reserved(uint64_t bytes) {
-  counters_.reserved_bytes += bytes;
-  counters_.reserved_peak = std::max(counters_.reserved_peak, counters_.reserved_bytes);
-}
-
 std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
   if (bytes == 0 || !has_room_for(bytes)) {
     ++counters_.failed_calls;
@@ -106,7 +101,7 @@ std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
   const uint64_t address = as_address(pointer);
   malloced_.emplace(address, bytes);
   ++counters_.malloc_calls;
-  add_reserved(bytes);
+  counters_.add_reserved(bytes);
   return address;
 }
 
@@ -117,7 +112,7 @@ void CudaDevice::free(uint64_t address) {
     CallTimer timer(counters_.device_call_ns);
     CUDA_TRY(cudaFree(as_pointer(address)));
   }
-  counters_.reserved_bytes -= it->second;
+  counters_.remove_reserved(it->second);
   malloced_.erase(it);
   ++counters_.free_calls;
 }
@@ -179,7 +174,7 @@ bool CudaDevice::map(uint64_t address, uint64_t bytes) {
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CU_TRY(driver_.cuMemSetAccess(address, bytes, &access, 1));
   ++counters_.map_calls;
-  add_reserved(bytes);
+  counters_.add_reserved(bytes);
   return true;
 }
 
@@ -191,7 +186,7 @@ void CudaDevice::unmap(uint64_t address, uint64_t bytes) {
     unmap_page(page, it->second);
     pages_.erase(it);
   }
-  counters_.reserved_bytes -= bytes;
+  counters_.remove_reserved(bytes);
   ++counters_.unmap_calls;
 }
 
@@ -323,9 +318,9 @@ void CudaDevice::refresh_pool_reserved() {
   }
   if (reserved > counters_.pool_reserved_bytes) {
     ++counters_.pool_grow_calls;
-    add_reserved(reserved - counters_.pool_reserved_bytes);
+    counters_.add_reserved(reserved - counters_.pool_reserved_bytes);
   } else {
-    counters_.reserved_bytes -= counters_.pool_reserved_bytes - reserved;
+    counters_.remove_reserved(counters_.pool_reserved_bytes - reserved);
   }
   counters_.pool_reserved_bytes = reserved;
   counters_.pool_reserved_peak = std::max<uint64_t>(counters_.pool_reserved_peak, reserved);

@@ -89,7 +89,6 @@ class CudaDevice final : public Device {
  private:
   uint64_t limit() const;  // capacity, or the whole device
   bool has_room_for(uint64_t bytes) const { return counters_.reserved_bytes + bytes <= limit(); }
-  void add_reserved(uint64_t bytes);
   void refresh_pool_reserved();  // reads ReservedMemCurrent into the counters
   void unmap_page(uint64_t address, CUmemGenericAllocationHandle handle);
   void release_everything() noexcept;

@@ -24,7 +24,7 @@
 
 #include "policies/registry.h"
 #include "replayer/device_registry.h"
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 #include "replayer/latency_histogram.h"
 #include "proto/trace_reader.h"
 
@@ -38,34 +38,41 @@ std::vector<Event>& trace_events() {
   return events;
 }
 
-// Creates the device, or says why it cannot (no GPU): nullptr and the reason.
-std::unique_ptr<Device> make_device(const std::string& spec, std::string& why_not) {
+struct TimedReplay {
+  ReplayMetrics metrics;
+  uint64_t device_call_ns;
+};
+
+// One replay of the trace on a fresh device and policy, its feeding timed as the iteration's time;
+// nullopt, with the benchmark skipped, when the device cannot start (no GPU).
+std::optional<TimedReplay> replay_once(benchmark::State& state, const std::string& device_spec,
+                                       const std::string& policy_spec, bool time_operations) {
+  std::unique_ptr<Device> device;
   try {
-    return DeviceRegistry::instance().create(spec, DeviceRequest{});
+    device = DeviceRegistry::instance().create(device_spec, DeviceRequest{});
   } catch (const std::exception& e) {
-    why_not = e.what();
-    return nullptr;
+    state.SkipWithError(e.what());
+    return std::nullopt;
   }
+  auto policy = PolicyRegistry::instance().create(policy_spec, *device);
+  // With time_operations, the engine's own per-operation timing: one definition of "served from
+  // cache" (no device counter moved) for the CLI, the tests and this benchmark.
+  ReplaySession session(*policy, *device,
+                        ReplayOptions{.trace_path = "MEMREPLAY_BENCH_TRACE", .time_operations = time_operations});
+  const auto start = Clock::now();
+  session.feed_batch(trace_events(), 0);
+  state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  return TimedReplay{session.finish(), device->counters().device_call_ns};
 }
 
 void BM_Replay(benchmark::State& state, std::string device_spec, std::string policy_spec) {
   uint64_t events = 0;
   uint64_t device_ns = 0;
   for (auto _ : state) {
-    std::string why_not;
-    auto device = make_device(device_spec, why_not);
-    if (!device) {
-      state.SkipWithError(why_not.c_str());
-      return;
-    }
-    auto policy = PolicyRegistry::instance().create(policy_spec, *device);
-    ReplaySession session(*policy, *device, ReplayOptions{.trace_name = "MEMREPLAY_BENCH_TRACE"});
-    const auto start = Clock::now();
-    session.feed_batch(trace_events(), 0);
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
-    const ReplayMetrics m = session.finish();
-    events += m.events;
-    device_ns += device->counters().device_call_ns;
+    const auto replay = replay_once(state, device_spec, policy_spec, false);
+    if (!replay) return;
+    events += replay->metrics.events;
+    device_ns += replay->device_call_ns;
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
   state.counters["device_call_ms"] =
@@ -85,21 +92,9 @@ uint64_t timer_cost_ns() {
 void BM_AllocateLatency(benchmark::State& state, std::string device_spec, std::string policy_spec) {
   std::optional<OperationLatencies> latency;
   for (auto _ : state) {
-    std::string why_not;
-    auto device = make_device(device_spec, why_not);
-    if (!device) {
-      state.SkipWithError(why_not.c_str());
-      return;
-    }
-    auto policy = PolicyRegistry::instance().create(policy_spec, *device);
-    // The engine's own per-operation timing (ReplayOptions::time_operations): one definition of
-    // "served from cache" (no device counter moved) for the CLI, the tests and this benchmark.
-    ReplaySession session(*policy, *device,
-                          ReplayOptions{.trace_name = "MEMREPLAY_BENCH_TRACE", .time_operations = true});
-    const auto start = Clock::now();
-    session.feed_batch(trace_events(), 0);
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
-    latency = session.finish().latency;  // the last iteration's: the warmest
+    const auto replay = replay_once(state, device_spec, policy_spec, true);
+    if (!replay) return;
+    latency = replay->metrics.latency;  // the last iteration's: the warmest
   }
   if (!latency) return;
   const auto counter = [](auto v) { return benchmark::Counter(double(v), benchmark::Counter::kDefaults); };

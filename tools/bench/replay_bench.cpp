@@ -20,7 +20,7 @@
 #include "policies/registry.h"
 #include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim_device.h"
 #include "proto/trace_reader.h"
@@ -108,7 +108,7 @@ void BM_ReplaySynthetic(benchmark::State& state) {
   const std::string path = write_synthetic_trace(events);
   ReplayMetrics m;
   for (auto _ : state) {
-    ReplayRequest request;
+    ReplayOptions request;
     request.trace_path = path;
     request.policy_spec = "pytorch";
     m = run_replay(request);

@@ -2,39 +2,44 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <memory>
 
 #include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Convert a recorded run into a memreplay trace. Reads PyTorch memory snapshots "
+    "(torch.cuda.memory._dump_snapshot pickles, plain or .gz/.xz/.zst) and RMM "
+    "logging_resource_adaptor CSV logs; the format is detected from the content. The pickle is "
+    "decoded without ever importing or calling Python code.\n"
+    "  memreplay import snapshot.pickle.xz -o run.mrt";
+
+struct ImportOptions {
+  std::string input;
+  std::string output;
+};
+
+void import(const ImportOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (stderr_is_terminal()) std::cerr << "importing " << options.input << "...\n";
+  TraceWriter writer(options.output);
+  import_file(options.input, writer);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s: %llu events written to %s in %.2f s\n", options.input.c_str(),
+              static_cast<unsigned long long>(writer.events_appended()), options.output.c_str(), seconds);
+}
+
+}  // namespace
 
 void add_import_command(CLI::App& app) {
-  struct Options {
-    std::string input;
-    std::string output;
-  };
-  auto options = std::make_shared<Options>();
-  auto* command = app.add_subcommand(
-      "import",
-      "Convert a recorded run into a memreplay trace. Reads PyTorch memory snapshots "
-      "(torch.cuda.memory._dump_snapshot pickles, plain or .gz/.xz/.zst) and RMM "
-      "logging_resource_adaptor CSV logs; the format is detected from the content. The pickle is "
-      "decoded without ever importing or calling Python code.\n"
-      "  memreplay import snapshot.pickle.xz -o run.mrt");
-  command->add_option("INPUT", options->input, "snapshot pickle or RMM CSV log")->required()->check(CLI::ExistingFile);
-  command->add_option("-o,--output", options->output, "trace file to write (.mrt)")->required();
-  command->callback([options] {
-    const auto start = std::chrono::steady_clock::now();
-    if (stderr_is_terminal()) std::cerr << "importing " << options->input << "...\n";
-    TraceWriter writer(options->output);
-    import_file(options->input, writer);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%s: %llu events written to %s in %.2f s\n", options->input.c_str(),
-                static_cast<unsigned long long>(writer.events_appended()), options->output.c_str(), seconds);
-  });
+  auto [command, options] = add_command<ImportOptions>(app, "import", kHelp, import);
+  command.add_option("INPUT", options.input, "snapshot pickle or RMM CSV log")->required()->check(CLI::ExistingFile);
+  command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
 }
 
 }  // namespace memreplay::cli

@@ -1,15 +1,20 @@
 // memreplay info TRACE: what a trace holds, and the peak of live requested bytes with its stacks.
 #include <cstdio>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
 #include "replayer/trace_summary.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
 namespace {
+
+constexpr const char* kHelp =
+    "Summarize a trace: events per kind, devices, streams, duration, the peak of live requested "
+    "bytes and the stacks live at it.\n"
+    "  memreplay info run.mrt --json";
 
 nlohmann::json stack_json(TraceReader& reader, uint32_t stack) {
   nlohmann::json frames = nlohmann::json::array();
@@ -95,29 +100,26 @@ void print_summary(const nlohmann::json& s) {
   }
 }
 
+struct InfoOptions {
+  std::string trace;
+  bool json = false;
+};
+
+void info(const InfoOptions& options) {
+  TraceReader reader(options.trace);
+  const nlohmann::json summary = summarize(reader, options.trace);
+  if (options.json)
+    write_json(summary, "-");
+  else
+    print_summary(summary);
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-  struct Options {
-    std::string trace;
-    bool json = false;
-  };
-  auto options = std::make_shared<Options>();
-  auto* command = app.add_subcommand(
-      "info",
-      "Summarize a trace: events per kind, devices, streams, duration, the peak of live requested "
-      "bytes and the stacks live at it.\n"
-      "  memreplay info run.mrt --json");
-  command->add_option("TRACE", options->trace, "trace file (.mrt)")->required()->check(CLI::ExistingFile);
-  command->add_flag("--json", options->json, "print JSON instead of text");
-  command->callback([options] {
-    TraceReader reader(options->trace);
-    const nlohmann::json summary = summarize(reader, options->trace);
-    if (options->json)
-      write_json(summary, "-");
-    else
-      print_summary(summary);
-  });
+  auto [command, options] = add_command<InfoOptions>(app, "info", kHelp, info);
+  add_trace_argument(command, options.trace);
+  command.add_flag("--json", options.json, "print JSON instead of text");
 }
 
 }  // namespace memreplay::cli

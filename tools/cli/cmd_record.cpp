@@ -24,12 +24,21 @@
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 
 extern char** environ;
 
 namespace memreplay::cli {
 namespace {
+
+constexpr const char* kHelp =
+    "Run a program and record its CUDA memory calls (runtime and driver: malloc/free, async and pool "
+    "allocations, virtual memory, streams, events, synchronization) into a trace, through an LD_PRELOAD "
+    "interposer. Any CUDA program: PyTorch, JAX, cuBLAS, your own. Each process that calls CUDA writes one "
+    "trace; the trace survives the program being killed (all but the last ~flush-ms of calls). The exit "
+    "status is the program's.\n"
+    "  memreplay record -o run.mrt -- python train.py --steps 10";
 
 namespace fs = std::filesystem;
 
@@ -269,31 +278,22 @@ void record(const RecordOptions& options) {
 }  // namespace
 
 void add_record_command(CLI::App& app) {
-  auto options = std::make_shared<RecordOptions>();
-  auto* command = app.add_subcommand(
-      "record",
-      "Run a program and record its CUDA memory calls (runtime and driver: malloc/free, async and pool "
-      "allocations, virtual memory, streams, events, synchronization) into a trace, through an LD_PRELOAD "
-      "interposer. Any CUDA program: PyTorch, JAX, cuBLAS, your own. Each process that calls CUDA writes one "
-      "trace; the trace survives the program being killed (all but the last ~flush-ms of calls). The exit "
-      "status is the program's.\n"
-      "  memreplay record -o run.mrt -- python train.py --steps 10");
-  command->add_option("-o,--output", options->output, "trace file to write (.mrt)")->required();
-  command->add_option("--interposer", options->interposer,
-                      "libmemreplay_interposer.so (default: beside this binary, or $MEMREPLAY_INTERPOSER)");
-  command->add_option("--summary-json", options->summary_json,
-                      "also write the summary (traces, events per kind, device allocations by caller) as JSON");
-  command->add_option("--malloc-as", options->malloc_as,
-                      "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
-                      "program's own allocations (alloc/free_completed, replayable against allocator policies)")
+  auto [command, options] = add_command<RecordOptions>(app, "record", kHelp, record);
+  command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
+  command.add_option("--interposer", options.interposer,
+                     "libmemreplay_interposer.so (default: beside this binary, or $MEMREPLAY_INTERPOSER)");
+  command.add_option("--summary-json", options.summary_json,
+                     "also write the summary (traces, events per kind, device allocations by caller) as JSON");
+  command.add_option("--malloc-as", options.malloc_as,
+                     "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
+                     "program's own allocations (alloc/free_completed, replayable against allocator policies)")
       ->check(CLI::IsMember({"segment", "alloc"}));
-  command->add_option("--flush-ms", options->flush_ms, "write to the file at least this often (default 500)")
+  command.add_option("--flush-ms", options.flush_ms, "write to the file at least this often (default 500)")
       ->check(CLI::Range(1u, 3'600'000u));
-  command->add_option("--chunk-events", options->chunk_events, "events per chunk (default 16384)")
+  command.add_option("--chunk-events", options.chunk_events, "events per chunk (default 16384)")
       ->check(CLI::Range(1u, 1u << 21));
-  command->add_flag("-q,--quiet", options->quiet, "no summary on stdout, no start-up line from the interposer");
-  command->add_option("COMMAND", options->command, "the program and its arguments (after --)")->required();
-  command->callback([options] { record(*options); });
+  command.add_flag("-q,--quiet", options.quiet, "no summary on stdout, no start-up line from the interposer");
+  command.add_option("COMMAND", options.command, "the program and its arguments (after --)")->required();
 }
 
 }  // namespace memreplay::cli

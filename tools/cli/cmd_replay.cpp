@@ -1,43 +1,48 @@
 // memreplay replay TRACE --policy SPEC: one replay, a table and optionally the metrics as JSON.
-#include <iostream>
-#include <memory>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "replayer/replay_runner.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_options.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Replay a trace against one allocator policy and report reserved/allocated peaks, "
+    "fragmentation, device calls and OOMs.\n"
+    "  memreplay replay run.mrt --policy 'pytorch:expandable_segments:True' --capacity 80GiB --json out.json";
+
+struct ReplayCommandOptions {
+  ReplayOptions replay;
+  std::string json;
+};
+
+void replay(const ReplayCommandOptions& options) {
+  const ReplayMetrics m = run_replay(options.replay);
+  if (options.json != "-") {
+    print_metrics_table({m});
+    print_latency_table(m);
+  }
+  if (m.oom_at_event && options.json != "-")
+    std::printf("OOM at replay event %llu (trace event %llu): %s requested\n",
+                static_cast<unsigned long long>(*m.oom_at_event),
+                static_cast<unsigned long long>(*m.oom_trace_event), format_bytes(*m.oom_request_bytes).c_str());
+  if (!options.json.empty()) write_json(to_json(m), options.json);
+}
+
+}  // namespace
 
 void add_replay_command(CLI::App& app) {
-  struct Options {
-    CommonReplayOptions common;
-    std::string policy = "pytorch";
-    std::string json;
-  };
-  auto options = std::make_shared<Options>();
-  auto* command = app.add_subcommand(
-      "replay",
-      "Replay a trace against one allocator policy and report reserved/allocated peaks, "
-      "fragmentation, device calls and OOMs.\n"
-      "  memreplay replay run.mrt --policy 'pytorch:expandable_segments:True' --capacity 80GiB --json out.json");
-  options->common.add_to(*command);
-  command->add_option("--policy", options->policy,
-                      "NAME[:OPTIONS], options written as in PYTORCH_CUDA_ALLOC_CONF "
-                      "(see `memreplay policies`)");
-  command->add_option("--json", options->json, "write the metrics as JSON to FILE (- for stdout)");
-  command->callback([options] {
-    const ReplayMetrics m = run_replay(options->common.request_for(options->policy));
-    if (options->json != "-") {
-      print_metrics_table({m});
-      print_latency_table(m);
-    }
-    if (m.oom_at_event && options->json != "-")
-      std::printf("OOM at replay event %llu (trace event %llu): %s requested\n",
-                  static_cast<unsigned long long>(*m.oom_at_event),
-                  static_cast<unsigned long long>(*m.oom_trace_event), format_bytes(*m.oom_request_bytes).c_str());
-    if (!options->json.empty()) write_json(to_json(m), options->json);
-  });
+  auto [command, options] = add_command<ReplayCommandOptions>(app, "replay", kHelp, replay);
+  add_replay_options(command, options.replay);
+  command.add_option("--policy", options.replay.policy_spec,
+                     "NAME[:OPTIONS], options written as in PYTORCH_CUDA_ALLOC_CONF "
+                     "(see `memreplay policies`)");
+  add_json_option(command, options.json, "the metrics");
 }
 
 }  // namespace memreplay::cli

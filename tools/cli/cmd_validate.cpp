@@ -1,58 +1,63 @@
 // memreplay validate TRACE: check every event against the live state before it.
 #include <cstdio>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
 #include "replayer/trace_validator.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
+    "going backwards, each named with its event index. Exit status 2 if any.\n"
+    "  memreplay validate run.mrt";
+
+struct ValidateOptions {
+  std::string trace;
+  std::string json;
+};
+
+void validate(const ValidateOptions& options) {
+  TraceReader reader(options.trace);
+  TraceValidator validator;
+  std::vector<Event> batch;
+  uint64_t index = 0;
+  while (reader.next_batch(batch)) {
+    validator.add(batch, index);
+    index += batch.size();
+  }
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& p : validator.problems())
+    problems.push_back({{"event", p.event}, {"kind", p.kind}, {"message", p.message}});
+  if (options.json != "-") {
+    for (const auto& p : validator.problems())
+      std::printf("%s: event %llu: %s\n", options.trace.c_str(), static_cast<unsigned long long>(p.event),
+                  p.message.c_str());
+    if (validator.problem_count() > validator.problems().size())
+      std::printf("... and %llu more\n",
+                  static_cast<unsigned long long>(validator.problem_count() - validator.problems().size()));
+    std::printf("%s: %llu events, %llu problems%s\n", options.trace.c_str(),
+                static_cast<unsigned long long>(index), static_cast<unsigned long long>(validator.problem_count()),
+                reader.complete() ? "" : " (file is incomplete: read up to its last whole chunk)");
+  }
+  if (!options.json.empty())
+    write_json({{"trace", options.trace}, {"events", index}, {"complete", reader.complete()},
+                {"problem_count", validator.problem_count()}, {"problems_by_kind", validator.counts_by_kind()},
+                {"problems", problems}},
+               options.json);
+  if (validator.problem_count() != 0) command_exit_status = 2;
+}
+
+}  // namespace
 
 void add_validate_command(CLI::App& app) {
-  struct Options {
-    std::string trace;
-    std::string json;
-  };
-  auto options = std::make_shared<Options>();
-  auto* command = app.add_subcommand(
-      "validate",
-      "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
-      "going backwards, each named with its event index. Exit status 2 if any.\n"
-      "  memreplay validate run.mrt");
-  command->add_option("TRACE", options->trace, "trace file (.mrt)")->required()->check(CLI::ExistingFile);
-  command->add_option("--json", options->json, "write the findings as JSON to FILE (- for stdout)");
-  command->callback([options] {
-    TraceReader reader(options->trace);
-    TraceValidator validator;
-    std::vector<Event> batch;
-    uint64_t index = 0;
-    while (reader.next_batch(batch)) {
-      validator.add(batch, index);
-      index += batch.size();
-    }
-    nlohmann::json problems = nlohmann::json::array();
-    for (const auto& p : validator.problems())
-      problems.push_back({{"event", p.event}, {"kind", p.kind}, {"message", p.message}});
-    if (options->json != "-") {
-      for (const auto& p : validator.problems())
-        std::printf("%s: event %llu: %s\n", options->trace.c_str(), static_cast<unsigned long long>(p.event),
-                    p.message.c_str());
-      if (validator.problem_count() > validator.problems().size())
-        std::printf("... and %llu more\n",
-                    static_cast<unsigned long long>(validator.problem_count() - validator.problems().size()));
-      std::printf("%s: %llu events, %llu problems%s\n", options->trace.c_str(),
-                  static_cast<unsigned long long>(index), static_cast<unsigned long long>(validator.problem_count()),
-                  reader.complete() ? "" : " (file is incomplete: read up to its last whole chunk)");
-    }
-    if (!options->json.empty())
-      write_json({{"trace", options->trace}, {"events", index}, {"complete", reader.complete()},
-                  {"problem_count", validator.problem_count()}, {"problems_by_kind", validator.counts_by_kind()},
-                  {"problems", problems}},
-                 options->json);
-    if (validator.problem_count() != 0) command_exit_status = 2;
-  });
+  auto [command, options] = add_command<ValidateOptions>(app, "validate", kHelp, validate);
+  add_trace_argument(command, options.trace);
+  add_json_option(command, options.json, "the findings");
 }
 
 }  // namespace memreplay::cli

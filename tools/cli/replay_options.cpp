@@ -3,38 +3,25 @@
 #include <cstdio>
 #include <iostream>
 
+#include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
 
-void CommonReplayOptions::add_to(CLI::App& command) {
-  command.add_option("TRACE", trace, "trace file (.mrt), from `memreplay import` or a recorder")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command.add_option("--device", device,
+void add_replay_options(CLI::App& command, ReplayOptions& options) {
+  add_trace_argument(command, options.trace_path);
+  command.add_option("--device", options.device_spec,
                      "where to replay: sim (simulated GPU, default) or cuda[:N] (a real GPU)");
-  command.add_option("--capacity", capacity,
-                     "per-process memory cap, as set_per_process_memory_fraction sets it "
-                     "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails");
-  command.add_option("--trace-device", trace_device, "which recorded device's events to replay (default 0)");
-  command.add_flag("--lenient", lenient,
+  command.add_option_function<std::string>(
+      "--capacity", [&options](const std::string& text) { options.capacity = parse_bytes(text, "--capacity"); },
+      "per-process memory cap, as set_per_process_memory_fraction sets it "
+      "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails");
+  command.add_option("--trace-device", options.trace_device, "which recorded device's events to replay (default 0)");
+  command.add_flag("--lenient", options.lenient,
                    "count and skip events inconsistent with the live state instead of failing");
-  command.add_flag("--keep-going", keep_going, "do not stop at the first OOM; count them all");
-  command.add_flag("--time-operations", time_operations,
+  command.add_flag("--keep-going", options.continue_after_oom, "do not stop at the first OOM; count them all");
+  command.add_flag("--time-operations", options.time_operations,
                    "time every allocate/free: p50/p90/p99/max, served from cache vs needing a device call");
-}
-
-ReplayRequest CommonReplayOptions::request_for(const std::string& policy_spec) const {
-  ReplayRequest request;
-  request.trace_path = trace;
-  request.policy_spec = policy_spec;
-  request.device_spec = device;
-  if (!capacity.empty()) request.capacity = parse_bytes(capacity, "--capacity");
-  request.options.trace_device = trace_device;
-  request.options.lenient = lenient;
-  request.options.continue_after_oom = keep_going;
-  request.options.time_operations = time_operations;
-  return request;
 }
 
 void print_metrics_table(const std::vector<ReplayMetrics>& rows) {

@@ -1,28 +1,19 @@
-// Options shared by replay, compare and fit: trace, device, capacity, trace device, --lenient.
+// The CLI side of ReplayOptions (replayer/replay_options.h): the flags replay, compare and fit
+// share bound straight into it, and the tables those commands print.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "replayer/replay_runner.h"
+#include "replayer/metrics.h"
+#include "replayer/replay_options.h"
 
 namespace memreplay::cli {
 
-struct CommonReplayOptions {
-  std::string trace;
-  std::string device = "sim";
-  std::string capacity;  // bytes with a unit, empty = no cap
-  uint32_t trace_device = 0;
-  bool lenient = false;
-  bool keep_going = false;
-  bool time_operations = false;
-
-  void add_to(CLI::App& command);
-  ReplayRequest request_for(const std::string& policy_spec) const;
-};
+// TRACE, --device, --capacity, --trace-device, --lenient, --keep-going, --time-operations into
+// `options`, which must outlive the parse. --policy is each command's own.
+void add_replay_options(CLI::App& command, ReplayOptions& options);
 
 // One metrics row as the table the replay and compare commands print.
 void print_metrics_table(const std::vector<ReplayMetrics>& rows);

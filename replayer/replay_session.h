@@ -1,13 +1,17 @@
-// The replay engine: streams one device's events of a trace into a Policy and measures.
+// ReplaySession, the replay engine: streams one device's events of a trace into a Policy and
+// measures.
 //
 // Semantics (what real allocators see):
-//   alloc           -> policy.allocate(size, stream)
-//   free_completed  -> policy.free(block): the block is reusable from this moment. A free_requested
-//                      whose completion waits on record_stream events stays live until then.
+//   alloc           -> policy.allocate(size, stream); size 0 is skipped (a null pointer)
+//   free_completed  -> policy.free(block, the event's stream): the block is reusable from this
+//                      moment. A free_requested whose completion waits on record_stream events
+//                      stays live until then.
 //   empty_cache     -> policy.empty_cache()
 //   event_record / stream_wait_event -> policy.on_stream_event()
 //   kPreexisting segment_alloc / alloc (traces that start mid-run) -> policy.adopt_segment/_block
 //   segment_*, oom, snapshot, annotation, free_requested: recorded outcomes, not replayed.
+// A PolicyContractError from the policy (a free it refuses) is an InputError naming the event
+// index, or counted and skipped under lenient, as any inconsistent event.
 // Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
 // Invariant checked in tests: reserved >= allocated >= requested at every step.
 #pragma once
@@ -17,6 +21,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
@@ -25,23 +30,15 @@
 #include "proto/event.h"
 #include "replayer/latency_histogram.h"
 #include "replayer/metrics.h"
+#include "replayer/replay_options.h"
 #include "replayer/timeline.h"
 
 namespace memreplay {
 
-struct ReplayOptions {
-  std::string trace_name;       // for error messages
-  uint32_t trace_device = 0;    // which device's events to replay
-  bool lenient = false;         // count and skip inconsistent events instead of failing
-  bool continue_after_oom = false;
-  size_t timeline_points = 1024;
-  // Time every allocate/free and split the latencies into served-from-cache and
-  // needed-a-device-call (costs two clock reads per operation; for real-GPU runs).
-  bool time_operations = false;
-};
-
 class ReplaySession {
  public:
+  // Uses trace_path (for messages), trace_device, lenient, continue_after_oom, timeline_points
+  // and time_operations of `options`; the caller made the policy and device.
   ReplaySession(Policy& policy, Device& device, ReplayOptions options);
 
   // One event of the trace, in order; `trace_index` is its index in the whole file.
@@ -64,14 +61,14 @@ class ReplaySession {
 
   void on_alloc(const Event& event, uint64_t trace_index);
   void on_free(const Event& event, uint64_t trace_index);
-  void on_preexisting_segment(const Event& event);
+  void on_preexisting_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_alloc(const Event& event, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void after_change(uint64_t time_ns);
   void inconsistent(uint64_t trace_index, const std::string& what);
   uint64_t device_calls() const;
   std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream);
-  void timed_free(uint64_t address);
+  void timed_free(uint64_t address, StreamId stream);
 
   Policy& policy_;
   Device& device_;

@@ -1,4 +1,4 @@
-#include "replayer/engine.h"
+#include "replayer/replay_session.h"
 
 #include <algorithm>
 
@@ -17,7 +17,7 @@ ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions optio
 
 void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) {
   if (!options_.lenient)
-    throw InputError::at_event(options_.trace_name, trace_index, what + " (use --lenient to skip such events)");
+    throw InputError::at_event(options_.trace_path, trace_index, what + " (use --lenient to skip such events)");
   ++metrics_.skipped_events;
 }
 
@@ -35,7 +35,7 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
-      if (event.has_flag(kPreexisting)) on_preexisting_segment(event);
+      if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
       break;
     case EventKind::empty_cache:
       policy_.empty_cache();
@@ -94,10 +94,16 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
     inconsistent(trace_index, "free_completed of " + hex_address(event.address) + ", which is not a live block");
     return;
   }
-  allocated_ -= it->second.size;
-  requested_ -= it->second.requested;
-  timed_free(it->second.policy_address);
+  const LiveBlock block = it->second;
+  allocated_ -= block.size;
+  requested_ -= block.requested;
   live_.erase(it);
+  try {
+    timed_free(block.policy_address, event.stream);
+  } catch (const PolicyContractError& e) {
+    inconsistent(trace_index, std::string("the policy refused the free_completed: ") + e.what());
+    return;
+  }
   after_change(event.time_ns);
 }
 
@@ -117,16 +123,17 @@ std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stre
   return block;
 }
 
-void ReplaySession::timed_free(uint64_t address) {
-  if (!options_.time_operations) return policy_.free(address);
+void ReplaySession::timed_free(uint64_t address, StreamId stream) {
+  if (!options_.time_operations) return policy_.free(address, stream);
   const uint64_t calls_before = device_calls();
   const auto start = std::chrono::steady_clock::now();
-  policy_.free(address);
+  policy_.free(address, stream);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   (device_calls() == calls_before ? free_cached_ : free_device_).record(static_cast<uint64_t>(ns.count()));
 }
 
-void ReplaySession::on_preexisting_segment(const Event& event) {
+void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
+  if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
   const auto policy_address = policy_.adopt_segment(event.size, event.stream);
   ++metrics_.preexisting_segments;
   if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
@@ -134,6 +141,7 @@ void ReplaySession::on_preexisting_segment(const Event& event) {
 }
 
 void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_index) {
+  if (event.size == 0) return;  // nothing to adopt (a null pointer), as for a plain alloc
   const uint64_t block_size = event.aux != 0 ? event.aux : event.size;
   std::optional<Block> block;
   // The adopted segment that holds this block, if the policy has segments.
@@ -141,9 +149,15 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
   if (segment != adopted_segments_.begin()) {
     --segment;
     const auto [segment_size, policy_base] = segment->second;
-    if (event.address < segment->first + segment_size)
-      block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size,
-                                  event.size, event.stream);
+    if (event.address < segment->first + segment_size) {
+      try {
+        block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size,
+                                    event.stream);
+      } catch (const PolicyContractError& e) {
+        inconsistent(trace_index, std::string("a block the trace starts with: ") + e.what());
+        return;
+      }
+    }
   }
   if (!block) block = policy_.allocate(event.size, event.stream);
   if (!block) {
@@ -193,9 +207,9 @@ ReplayMetrics ReplaySession::finish() {
       {"pool_grow", c.pool_grow_calls},     {"pool_trim", c.pool_trim_calls},
       {"pool_reserved_peak", c.pool_reserved_peak}, {"pool_used_peak", c.pool_used_peak},
   };
-  metrics_.policy_stats = policy_.stats();
-  if (const auto it = metrics_.policy_stats.find("num_alloc_retries"); it != metrics_.policy_stats.end())
-    metrics_.alloc_retries = it->second;
+  const PolicyStats stats = policy_.stats();
+  metrics_.alloc_retries = stats.alloc_retries;
+  metrics_.policy_stats = stats_by_name(stats, c);
   metrics_.replay_seconds = std::chrono::duration<double>(elapsed_).count();
   metrics_.device_call_seconds = static_cast<double>(c.device_call_ns) / 1e9;
   if (options_.time_operations)

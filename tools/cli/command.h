@@ -1,0 +1,34 @@
+// The shape every memreplay subcommand shares: its options in one struct that lives as long as the
+// App (CLI11 writes into it during the parse), a run function as the callback, and the TRACE and
+// --json arguments several commands take.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace memreplay::cli {
+
+template <class Options>
+struct Command {
+  CLI::App& app;
+  Options& options;
+};
+
+// Adds subcommand `name`; `run(const Options&)` runs when it is chosen. The caller binds the flags
+// into the returned options.
+template <class Options, class Run>
+Command<Options> add_command(CLI::App& parent, const std::string& name, const std::string& help, Run run) {
+  auto options = std::make_shared<Options>();
+  CLI::App* command = parent.add_subcommand(name, help);
+  command->callback([options, run] { run(*options); });
+  return {*command, *options};
+}
+
+// TRACE: a required, existing trace file (.mrt).
+void add_trace_argument(CLI::App& command, std::string& trace);
+// --json FILE, "-" for stdout; `what` says what is written.
+void add_json_option(CLI::App& command, std::string& json, const std::string& what);
+
+}  // namespace memreplay::cli
