@@ -406,8 +406,9 @@ TEST_F(LiveRecorderTest, ThreadsThatExitGiveTheirBufferBack) {
   EXPECT_EQ(TraceReader::read_all(path("t.mrt")).size(), 2000u);
 }
 
-// LiveTraceWriter encodes the format by hand: what it writes must read back exactly as what
-// TraceWriter (protobuf) writes from the same input.
+// The live writer (no temp file, every chunk written as it fills) and the offline writer share
+// one encoder (proto/trace_encoder.h): what the live one writes must read back exactly as what
+// TraceWriter writes from the same input.
 TEST_F(LiveRecorderTest, LiveTraceWriterWritesWhatTraceWriterWrites) {
   LiveTraceHeader live_header;
   live_header.source = "pytorch-live";

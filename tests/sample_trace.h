@@ -18,25 +18,9 @@
 #include "proto/frame_text.h"
 #include "proto/trace.pb.h"
 #include "proto/trace_reader.h"
+#include "tests/test_support.h"
 
 namespace memreplay::testing {
-
-// A fresh directory per test, removed afterwards.
-class TempDirTest {
- protected:
-  void make_dir(const std::string& prefix) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()) + "_" + name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void remove_dir() { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::filesystem::path dir_;
-};
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

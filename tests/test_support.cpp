@@ -68,9 +68,9 @@ std::string imported_trace(const std::string& name) {
   return imported[name] = output;
 }
 
-void TempDirTest::SetUp() {
+void TempDir::make_dir(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = "memreplay_" + std::string(info->test_suite_name()) + "_" + std::to_string(::getpid()) + "_" +
+  std::string name = prefix + std::string(info->test_suite_name()) + "_" + std::to_string(::getpid()) + "_" +
                      info->name();
   std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests' names have slashes
   dir_ = fs::temp_directory_path() / name;
@@ -78,6 +78,6 @@ void TempDirTest::SetUp() {
   fs::create_directories(dir_);
 }
 
-void TempDirTest::TearDown() { fs::remove_all(dir_); }
+void TempDir::remove_dir() { fs::remove_all(dir_); }
 
 }  // namespace memreplay::testing

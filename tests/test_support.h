@@ -45,14 +45,21 @@ std::string error_of(F&& f) {
 }
 
 // A fresh, empty directory per test, named after the suite, the test and this process, removed
-// afterwards.
-class TempDirTest : public ::testing::Test {
+// afterwards. TempDir is the mixin for fixtures with a base of their own (TestWithParam);
+// TempDirTest the plain fixture.
+class TempDir {
  protected:
-  void SetUp() override;
-  void TearDown() override;
+  void make_dir(const std::string& prefix = "memreplay_");
+  void remove_dir();
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   std::filesystem::path dir_;
+};
+
+class TempDirTest : public ::testing::Test, protected TempDir {
+ protected:
+  void SetUp() override { make_dir(); }
+  void TearDown() override { remove_dir(); }
 };
 
 }  // namespace memreplay::testing

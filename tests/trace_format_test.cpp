@@ -28,7 +28,7 @@ using testing::sample_trace;
 using testing::SampleTrace;
 using testing::write_bytes;
 
-class TraceFormat : public ::testing::Test, public testing::TempDirTest {
+class TraceFormat : public ::testing::Test, public testing::TempDir {
  protected:
   void SetUp() override { make_dir("memreplay_trace_format_"); }
   void TearDown() override { remove_dir(); }

@@ -146,7 +146,7 @@ std::string record_payload(const std::string& bytes, uint64_t offset) {
   return raw;
 }
 
-class WriterContract : public ::testing::TestWithParam<WriterKind>, public testing::TempDirTest {
+class WriterContract : public ::testing::TestWithParam<WriterKind>, public testing::TempDir {
  protected:
   void SetUp() override { make_dir("memreplay_writer_contract_"); }
   void TearDown() override { remove_dir(); }
@@ -514,7 +514,7 @@ INSTANTIATE_TEST_SUITE_P(Writers, WriterContract, ::testing::ValuesIn(writer_kin
 
 // Not per writer: what holds between them and the schema.
 
-class WriterContractAll : public ::testing::Test, public testing::TempDirTest {
+class WriterContractAll : public ::testing::Test, public testing::TempDir {
  protected:
   void SetUp() override { make_dir("memreplay_writer_contract_"); }
   void TearDown() override { remove_dir(); }
