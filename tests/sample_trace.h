@@ -4,7 +4,6 @@
 
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
