@@ -21,7 +21,8 @@
 // high-water mark. No options: nothing to tune.
 #include <algorithm>
 #include <memory>
-#include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/memreplay/vmm_arena.h"
@@ -100,7 +101,7 @@ class MemreplayPolicy final : public Policy {
     uint64_t size;       // rounded
     uint64_t requested;  // as asked
   };
-  std::unordered_map<uint64_t, LiveBlock> live_;
+  absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;
   uint64_t requested_high_water_ = 0;
   uint64_t high_water_ = 0;                      // the most this policy has had mapped

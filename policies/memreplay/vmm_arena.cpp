@@ -168,7 +168,7 @@ void VmmArena::insert_free(uint64_t start, uint64_t end) {
   free_by_size_.emplace(end - start, start);
 }
 
-void VmmArena::erase_free(std::map<uint64_t, uint64_t>::iterator range) {
+void VmmArena::erase_free(absl::btree_map<uint64_t, uint64_t>::iterator range) {
   free_by_size_.erase({range->second - range->first, range->first});
   free_by_address_.erase(range);
 }
