@@ -3,6 +3,7 @@
 
 #include "policies/registry.h"
 #include "replayer/device_registry.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 
 namespace memreplay::cli {
@@ -10,6 +11,7 @@ namespace memreplay::cli {
 void add_policies_command(CLI::App& app) {
   auto* command = app.add_subcommand("policies", "List the allocator policies and devices replay can use.\n"
                                                  "  memreplay policies");
+  add_plugin_option(*command);
   command->callback([] {
     std::printf("Policies (--policy NAME[:OPTIONS]):\n");
     for (const auto& p : PolicyRegistry::instance().policies())

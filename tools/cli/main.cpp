@@ -4,6 +4,7 @@
 
 #include "proto/input_error.h"
 #include "proto/version.h"
+#include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   memreplay::cli::add_fit_command(app);
   memreplay::cli::add_policies_command(app);
   try {
+    memreplay::cli::load_environment_plugins();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int status = app.exit(e);
