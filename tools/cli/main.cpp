@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   memreplay::cli::add_replay_command(app);
   memreplay::cli::add_compare_command(app);
   memreplay::cli::add_fit_command(app);
+  memreplay::cli::add_bound_command(app);
   memreplay::cli::add_policies_command(app);
   try {
     memreplay::cli::load_environment_plugins();
