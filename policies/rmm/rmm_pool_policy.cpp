@@ -43,7 +43,7 @@ uint64_t align(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * 
 class RmmPoolPolicy final : public Policy {
  public:
   RmmPoolPolicy(Device& device, const PoolConfig& config) : device_(device), config_(config) {
-    if (config.initial_pool_size > 0 && !grow_by(align(config.initial_pool_size)))
+    if (config.initial_pool_size > 0 && !grow_by(align(config.initial_pool_size), 0))
       throw PolicySpecError("rmm_pool: initial_pool_size does not fit on the device");
   }
 
@@ -56,7 +56,7 @@ class RmmPoolPolicy final : public Policy {
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     const uint64_t size = align(bytes);
     auto address = take(size, stream);
-    if (!address && expand(size)) address = take(size, stream);
+    if (!address && expand(size, stream)) address = take(size, stream);
     if (!address) return std::nullopt;
     live_.emplace(*address, size);
     return Block{*address, size};
@@ -88,10 +88,10 @@ class RmmPoolPolicy final : public Policy {
     by_size_[stream].emplace(size, address);
   }
 
-  bool expand(uint64_t size) {
+  bool expand(uint64_t size, StreamId stream) {
     uint64_t grow = size_to_grow(size);
     while (grow >= size) {
-      if (grow_by(grow)) return true;
+      if (grow_by(grow, stream)) return true;
       grow = grow / 2 / kAlignment * kAlignment;  // try_to_expand halves the attempt
     }
     return false;
@@ -106,12 +106,13 @@ class RmmPoolPolicy final : public Policy {
     return std::max(size, pool_size_);
   }
 
-  bool grow_by(uint64_t bytes) {
+  // A new upstream block joins the free list of the stream that needed it.
+  bool grow_by(uint64_t bytes, StreamId stream) {
     const auto address = device_.malloc(bytes);
     if (!address) return false;
     pool_size_ += bytes;
     upstream_.emplace(*address, bytes);
-    insert_free(*address, bytes, 0);
+    insert_free(*address, bytes, stream);
     return true;
   }
 
