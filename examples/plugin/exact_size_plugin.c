@@ -18,13 +18,14 @@ typedef struct {
   uint64_t* keys;
   uint64_t* values;
   size_t mask;
+  unsigned shift; /* 64 - log2(slots): Fibonacci hashing keeps the top bits */
   size_t count;
 } u64_map;
 
 #define EMPTY_KEY (~(uint64_t)0)
 
 static size_t slot_of(const u64_map* map, uint64_t key) {
-  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & map->mask;
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> map->shift);
 }
 
 static int map_init(u64_map* map, size_t slots) {
@@ -33,6 +34,8 @@ static int map_init(u64_map* map, size_t slots) {
   if (!map->keys || !map->values) return -1;
   memset(map->keys, 0xff, slots * sizeof(uint64_t));
   map->mask = slots - 1;
+  map->shift = 64;
+  for (size_t n = slots; n > 1; n /= 2) --map->shift;
   map->count = 0;
   return 0;
 }
