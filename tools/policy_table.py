@@ -8,6 +8,7 @@ without OOM, 1 MiB resolution) and `memreplay bound` (the floor). Prints three M
 --readme README.md it replaces the text between the `policy-table` markers there.
 
   tools/policy_table.py --memreplay build/tools/memreplay [--readme README.md] [--json out.json]
+  tools/policy_table.py --from-json out.json --readme README.md      # tables only, no replays
 """
 import argparse
 import json
@@ -63,7 +64,8 @@ def tables(rows):
     def table(title, cell, floor):
         text = f"**{title}**\n\n" + head
         if floor:
-            text += "| `bound` (floor) | " + " | ".join(floor(rows[t]) for t in traces) + " |\n"
+            text += "| `bound`: requested peak (the floor) | " + " | ".join("1.000" for t in traces) + " |\n"
+            text += "| `bound`: static placement, greedy by size | " + " | ".join(floor(rows[t]) for t in traces) + " |\n"
         for p in policies:
             text += f"| `{p}` | " + " | ".join(cell(rows[t]["policies"][p]) for t in traces) + " |\n"
         return text + "\n"
@@ -80,13 +82,21 @@ def main():
     parser.add_argument("--memreplay", default="build/tools/memreplay")
     parser.add_argument("--shared", default=os.environ.get("MEMREPLAY_SHARED_DIR", "../shared"))
     parser.add_argument("--readme")
-    parser.add_argument("--json")
+    parser.add_argument("--json", help="also write the measurements here")
+    parser.add_argument("--from-json", help="make the tables from an earlier --json, measuring nothing")
     args = parser.parse_args()
+    if args.from_json:
+        rows = json.loads(pathlib.Path(args.from_json).read_text())
+        return output(args, rows)
     shared = pathlib.Path(args.shared)
     if not (shared / "traces").is_dir():
         sys.exit(f"policy_table: no traces in {shared / 'traces'}")
     with tempfile.TemporaryDirectory() as workdir:
         rows = measure(args.memreplay, shared, pathlib.Path(workdir))
+    output(args, rows)
+
+
+def output(args, rows):
     text = tables(rows)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
