@@ -10,7 +10,9 @@ VmmArena::VmmArena(Device& device, uint64_t va_bytes)
   va_bytes_ = page_ceil(va_bytes_);
 }
 
-VmmArena::~VmmArena() = default;  // the Device outlives no policy: nothing to give back here
+// What is still mapped or reserved when a replay ends stays with the Device, which gives it back
+// when it goes (CudaDevice::release_everything); a policy does not outlive its device.
+VmmArena::~VmmArena() = default;
 
 bool VmmArena::ensure_reserved() {
   if (base_) return true;
