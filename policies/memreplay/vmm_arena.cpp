@@ -43,7 +43,7 @@ std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top
     for (const uint64_t address : {from_top ? high : low, from_top ? low : high}) {
       const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
       if (!best || cost < best->new_bytes) best = Placement{address, cost};
-      if (low == high) break;
+      if (cost == 0 || low == high) break;
     }
     if (best && best->new_bytes == 0) break;  // best fit among the ranges that cost nothing
   }
@@ -51,7 +51,8 @@ std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top
 }
 
 bool VmmArena::take(uint64_t address, uint64_t bytes, uint64_t extend_bytes) {
-  auto range = std::prev(free_by_address_.upper_bound(address));  // the free range holding the block
+  auto range = free_by_end_.upper_bound(address);  // the free range holding the block
+  const uint64_t range_end = range->first;
   const uint64_t lo = page_floor(address);
   uint64_t hi = page_ceil(address + bytes);
   if (extend_bytes > 0) {
@@ -60,7 +61,7 @@ bool VmmArena::take(uint64_t address, uint64_t bytes, uint64_t extend_bytes) {
     const bool page_after_mapped = (next_mapped != mapped_.end() && next_mapped->first == hi) ||
                                    (next_mapped != mapped_.begin() && std::prev(next_mapped)->second > hi);
     if (!page_after_mapped) {
-      uint64_t limit = page_floor(range->second);
+      uint64_t limit = page_floor(range_end);
       if (next_mapped != mapped_.end()) limit = std::min(limit, next_mapped->first);
       hi = std::max(hi, std::min(limit, hi + page_ceil(extend_bytes)));
     }
@@ -78,11 +79,16 @@ bool VmmArena::take(uint64_t address, uint64_t bytes, uint64_t extend_bytes) {
     add_mapped(cursor, gap_end);
     cursor = gap_end;
   }
-  const uint64_t start = range->first;
-  const uint64_t end = range->second;
-  erase_free(range);
+  const uint64_t start = range->second;
+  const uint64_t end = range->first;
+  free_by_size_.erase({end - start, start});
+  if (address + bytes < end) {  // the right part keeps the range's end, its key: no re-insertion
+    range->second = address + bytes;
+    free_by_size_.emplace(end - (address + bytes), address + bytes);
+  } else {
+    free_by_end_.erase(range);
+  }
   if (start < address) insert_free(start, address);
-  if (address + bytes < end) insert_free(address + bytes, end);
   live_bytes_ += bytes;
   return true;
 }
@@ -90,19 +96,18 @@ bool VmmArena::take(uint64_t address, uint64_t bytes, uint64_t extend_bytes) {
 void VmmArena::give_back(uint64_t address, uint64_t bytes) {
   live_bytes_ -= bytes;
   uint64_t start = address;
-  uint64_t end = address + bytes;
-  auto next = free_by_address_.lower_bound(start);
-  if (next != free_by_address_.end() && next->first == end) {
-    end = next->second;
-    erase_free(next);
-    next = free_by_address_.lower_bound(start);
+  const uint64_t end = address + bytes;
+  // The free neighbours: the range ending at `start`, the range starting at `end`.
+  if (const auto previous = free_by_end_.find(start); previous != free_by_end_.end()) {
+    start = previous->second;
+    free_by_size_.erase({previous->first - previous->second, previous->second});
+    free_by_end_.erase(previous);
   }
-  if (next != free_by_address_.begin()) {
-    auto previous = std::prev(next);
-    if (previous->second == start) {
-      start = previous->first;
-      erase_free(previous);
-    }
+  if (auto next = free_by_end_.upper_bound(end); next != free_by_end_.end() && next->second == end) {
+    free_by_size_.erase({next->first - next->second, next->second});
+    next->second = start;  // keeps its end, its key
+    free_by_size_.emplace(next->first - start, start);
+    return;
   }
   insert_free(start, end);
 }
@@ -122,7 +127,7 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
       if (s < e) runs.emplace_back(s, e);
     }
   };
-  for (const auto& [start, end] : free_by_address_) {
+  for (const auto& [end, start] : free_by_end_) {
     const uint64_t lo = page_ceil(start);
     const uint64_t hi = page_floor(end);
     if (keep_lo < keep_hi && lo < keep_hi && keep_lo < hi) {
@@ -160,19 +165,14 @@ void VmmArena::release_all() {
   if (live_bytes_ == 0 && base_) {
     device_.release_address(*base_, va_bytes_);
     base_.reset();
-    free_by_address_.clear();
+    free_by_end_.clear();
     free_by_size_.clear();
   }
 }
 
 void VmmArena::insert_free(uint64_t start, uint64_t end) {
-  free_by_address_.emplace(start, end);
+  free_by_end_.emplace(end, start);
   free_by_size_.emplace(end - start, start);
-}
-
-void VmmArena::erase_free(absl::btree_map<uint64_t, uint64_t>::iterator range) {
-  free_by_size_.erase({range->second - range->first, range->first});
-  free_by_address_.erase(range);
 }
 
 void VmmArena::add_mapped(uint64_t start, uint64_t end) {

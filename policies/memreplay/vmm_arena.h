@@ -64,7 +64,6 @@ class VmmArena {
   uint64_t page_floor(uint64_t address) const { return address / page_ * page_; }
   uint64_t page_ceil(uint64_t address) const { return (address + page_ - 1) / page_ * page_; }
   void insert_free(uint64_t start, uint64_t end);
-  void erase_free(absl::btree_map<uint64_t, uint64_t>::iterator range);
   void add_mapped(uint64_t start, uint64_t end);
   void remove_mapped(uint64_t start, uint64_t end);
 
@@ -72,7 +71,8 @@ class VmmArena {
   uint64_t va_bytes_;
   uint64_t page_;
   std::optional<uint64_t> base_;
-  absl::btree_map<uint64_t, uint64_t> free_by_address_;       // start -> end
+  absl::btree_map<uint64_t, uint64_t> free_by_end_;          // end -> start (keyed by the end, which
+                                                             // carving a block off the front keeps)
   absl::btree_set<std::pair<uint64_t, uint64_t>> free_by_size_;  // (size, start)
   absl::btree_map<uint64_t, uint64_t> mapped_;                 // page ranges start -> end, merged
   uint64_t mapped_bytes_ = 0;
