@@ -10,6 +10,9 @@
 //   free(address, stream)    do_free returns false for an address this policy did not hand out
 //                            (or already took back): PolicyContractError, never silence
 //   adopt_block(...)         size > 0 and size >= requested
+//   allocate_in_pool(bytes, stream, pool)  as allocate(), in a private pool (a CUDA graph's or a
+//                            torch.cuda.MemPool's, as the trace names it); a policy without
+//                            private pools serves it from its one pool
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,9 @@
 #include "policies/policy_stats.h"
 
 namespace memreplay {
+
+// A memory pool as a trace names it (proto/event.h's Event::pool): 0 is the default pool.
+using PoolId = uint16_t;
 
 struct Block {
   uint64_t address = 0;
@@ -44,6 +50,17 @@ class Policy {
     if (bytes == 0) [[unlikely]]
       throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
     auto block = do_allocate(bytes, stream);
+    if (!block) [[unlikely]]
+      ++ooms_;
+    return block;
+  }
+  // `pool` 0 is allocate() itself. Allocations in a private pool are served from that pool's
+  // segments only, and their blocks go back to it.
+  std::optional<Block> allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    if (pool == 0) return allocate(bytes, stream);
+    if (bytes == 0) [[unlikely]]
+      throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
+    auto block = do_allocate_in_pool(bytes, stream, pool);
     if (!block) [[unlikely]]
       ++ooms_;
     return block;
@@ -90,6 +107,11 @@ class Policy {
   // False when `address` is not a block this policy handed out and has not taken back.
   virtual bool do_free(uint64_t address, StreamId stream) = 0;
   virtual void do_empty_cache() {}
+  // Policies without private pools serve every pool from their one pool.
+  virtual std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    (void)pool;
+    return do_allocate(bytes, stream);
+  }
   virtual std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) {
     (void)bytes, (void)stream;
     return std::nullopt;

@@ -57,6 +57,30 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate(uint64_t bytes, StreamI
   return Block{block->address, block->size};
 }
 
+CachingAllocatorPolicy::PrivatePool& CachingAllocatorPolicy::private_pool(PoolId pool) {
+  auto& slot = private_pools_[pool];
+  if (!slot) slot = std::make_unique<PrivatePool>(set_nodes_);
+  return *slot;
+}
+
+// do_allocate in a private pool (its header comment): the same ladder on that pool's BlockPools,
+// without the release_cached_blocks step, which PyTorch skips while a capture is underway.
+std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+  const uint64_t size = round_size(bytes, config_);
+  PrivatePool& owner = private_pool(pool);
+  BlockPool& blocks = is_small_request(size) ? owner.small_blocks : owner.large_blocks;
+  AllocParams p{size, stream, &blocks, segment_size(size, config_), config_.expandable_segments};
+  bool found = get_free_block(p);
+  if (!found) {
+    if (gc_active_) garbage_collect_cached_blocks();
+    found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false));
+  }
+  if (!found) return std::nullopt;
+  CacheBlock* block = alloc_found_block(p, bytes, should_split(p.block, size, p.expandable));
+  live_.insert(block->address, block);
+  return Block{block->address, block->size};
+}
+
 bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
   // The block returns to the pool of its allocation stream, whichever stream frees it (as PyTorch).
   CacheBlock* block = live_.take(address);
