@@ -83,6 +83,12 @@ class Policy {
     if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
     return do_adopt_segment(bytes, stream);
   }
+  // adopt_segment() of a segment of private pool `pool` (0: the default pool, adopt_segment()).
+  std::optional<uint64_t> adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    if (pool == 0) return adopt_segment(bytes, stream);
+    if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
+    return do_adopt_segment_in_pool(bytes, stream, pool);
+  }
   std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
     if (size == 0 || requested > size)
       throw PolicyContractError("adopt_block of " + std::to_string(size) + " bytes for a request of " +
@@ -115,6 +121,11 @@ class Policy {
   virtual std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) {
     (void)bytes, (void)stream;
     return std::nullopt;
+  }
+  // Policies without private pools adopt every pool's segments into their one pool.
+  virtual std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    (void)pool;
+    return do_adopt_segment(bytes, stream);
   }
   virtual std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                               StreamId stream) {

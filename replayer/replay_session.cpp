@@ -163,7 +163,7 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
 
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
   if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
-  const auto policy_address = policy_.adopt_segment(event.size, event.stream);
+  const auto policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
   ++metrics_.preexisting_segments;
   if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
   // No metrics until the starting state is whole: its blocks are adopted next.
@@ -188,7 +188,7 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
       }
     }
   }
-  if (!block) block = policy_.allocate(event.size, event.stream);
+  if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
   if (!block) {
     inconsistent(trace_index, "the state the trace starts in does not fit on this device");
     return;

@@ -217,6 +217,34 @@ TEST_P(PoolLiveRecorder, TraceReplaysToTheJobsOwnStats) {
 
 INSTANTIATE_TEST_SUITE_P(AllJobs, PoolLiveRecorder, ::testing::ValuesIn(std::vector<std::string>(std::begin(kJobs), std::end(kJobs))));
 
+// graphs_shared_pool's snapshot with its first 80 entries dropped, as a ring buffer drops them: cut
+// in the middle of the first graph's capture, so the starting state holds private-pool segments
+// and blocks, and the capture goes on allocating from them. They are adopted into their own pool:
+// the replay needs only the 12 segments the kept entries allocate, and peaks where the job did.
+TEST(PoolImport, ATruncatedTraceAdoptsEachSegmentIntoItsPool) {
+  const std::string trace = pool_trace("graphs_shared_pool.truncated");
+  TraceReader reader(trace);
+  EXPECT_TRUE(reader.header().starts_mid_run());
+  ASSERT_EQ(reader.header().pools_size(), 1);
+  const auto events = all_events(trace);
+  TraceValidator validator(100, true);
+  validator.add(events, 0);
+  EXPECT_EQ(validator.problem_count(), 0u);
+  uint64_t adopted_private = 0;
+  for (const Event& e : events)
+    adopted_private += e.has_flag(kPreexisting) && e.kind == EventKind::segment_alloc && e.pool != kDefaultPool;
+  EXPECT_GT(adopted_private, 0u);
+
+  const json live = read_json(pool_data("graphs_shared_pool.live.json"));
+  ReplayOptions request;
+  request.trace_path = trace;
+  const ReplayMetrics m = run_replay(request);
+  EXPECT_EQ(m.reserved_peak, live["max_memory_reserved"].get<uint64_t>());
+  EXPECT_EQ(m.preexisting_segments, 10u);
+  EXPECT_EQ(m.device_alloc_calls, 10u + 12u);  // the adopted segments, then the kept entries' own
+  EXPECT_EQ(m.device_free_calls, 0u);
+}
+
 // `info` counts what the snapshot recorded, action by action (the live run's trace counts).
 TEST(PoolImport, InfoCountsEveryRecordedActionExactly) {
   for (const char* job : kJobs) {

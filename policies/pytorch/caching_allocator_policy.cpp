@@ -473,10 +473,20 @@ void CachingAllocatorPolicy::release_expandable_segment(CacheBlock* block) {
 // ---- a trace that starts mid-run ----------------------------------------------------------------
 
 std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes, StreamId stream) {
+  return adopt_segment_into(bytes, stream, small_blocks_, large_blocks_);
+}
+
+std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+  PrivatePool& owner = private_pool(pool);
+  return adopt_segment_into(bytes, stream, owner.small_blocks, owner.large_blocks);
+}
+
+std::optional<uint64_t> CachingAllocatorPolicy::adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small,
+                                                                   BlockPool& large) {
   const auto address = device_.malloc(bytes);
   if (!address) return std::nullopt;
   // Small-pool segments are 2 MiB; large-pool ones are at least 10 MiB.
-  BlockPool& pool = bytes <= kSmallBuffer ? small_blocks_ : large_blocks_;
+  BlockPool& pool = bytes <= kSmallBuffer ? small : large;
   stats_.segment.increase(1);
   if (bytes >= config_.max_split_size) stats_.oversize_segments.increase(1);
   pool.insert_into_blocks(arena_.make(*address, bytes, stream, &pool));
@@ -485,9 +495,12 @@ std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes,
 
 std::optional<Block> CachingAllocatorPolicy::do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                                             StreamId stream) {
-  // The free block holding [address, address + size): adoption is rare, a linear search will do.
+  // The free block holding [address, address + size), in whichever pool adopted its segment:
+  // adoption is rare, a linear search will do.
   CacheBlock* host = nullptr;
-  for (BlockPool* pool : {&small_blocks_, &large_blocks_}) {
+  std::vector<BlockPool*> pools = {&small_blocks_, &large_blocks_};
+  for (auto& [_, owner] : private_pools_) pools.insert(pools.end(), {&owner->small_blocks, &owner->large_blocks});
+  for (BlockPool* pool : pools) {
     for (const auto& entry : pool->blocks) {
       const CacheBlock* b = entry.block;
       if (b->stream == stream && b->address <= address && address + size <= b->address + b->size) {

@@ -62,6 +62,8 @@ class CachingAllocatorPolicy final : public Policy {
   void do_empty_cache() override;
   // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
   std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override;
+  std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
+  std::optional<uint64_t> adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small, BlockPool& large);
   std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                       StreamId stream) override;
   PolicyStats do_stats() const override;
