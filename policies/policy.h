@@ -73,6 +73,12 @@ class Policy {
   }
   // torch.cuda.empty_cache(): give cached memory back to the device.
   void empty_cache() { do_empty_cache(); }
+  // Private pool `pool` was released (its CUDA graphs or MemPool destroyed): PyTorch gives its
+  // cached segments back at the next release (empty_cache, the retry path). The engine calls this
+  // at the first recorded segment_free of the pool, which only a released pool's release causes.
+  void release_pool(PoolId pool) {
+    if (pool != 0) do_release_pool(pool);
+  }
 
   // Rebuilding an allocator that was already running when the trace starts (ring-buffer traces).
   // adopt_segment: a segment of `bytes` on `stream` existed before the first event; returns the
@@ -113,6 +119,7 @@ class Policy {
   // False when `address` is not a block this policy handed out and has not taken back.
   virtual bool do_free(uint64_t address, StreamId stream) = 0;
   virtual void do_empty_cache() {}
+  virtual void do_release_pool(PoolId pool) { (void)pool; }
   // Policies without private pools serve every pool from their one pool.
   virtual std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
     (void)pool;

@@ -48,7 +48,14 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
       break;
     case EventKind::segment_free:
     case EventKind::segment_unmap:
+      if (event.flags & kFailed) [[unlikely]]
+        break;
       if (options_.check_pools) pools_.on_segment(event);
+      if (event.pool != kDefaultPool) [[unlikely]] {
+        // A private pool's segment goes back only once the pool is released: so is it now.
+        policy_.release_pool(event.pool);
+        after_change(event.time_ns);
+      }
       break;
     case EventKind::empty_cache:
       policy_.empty_cache();

@@ -10,6 +10,8 @@
 //   empty_cache     -> policy.empty_cache()
 //   event_record / stream_wait_event -> policy.on_stream_event()
 //   kPreexisting segment_alloc / alloc (traces that start mid-run) -> policy.adopt_segment/_block
+//   segment_free / segment_unmap of a private pool -> policy.release_pool(pool): only a released
+//                      pool's segments are freed (live traces know a freed segment's pool)
 //   segment_*, oom, snapshot, annotation, free_requested: recorded outcomes, not replayed.
 //   kFailed events (a device call that failed, from the interposer): nothing became live.
 // Metrics are first taken after the rebuilt starting state is whole (the first recorded event), never

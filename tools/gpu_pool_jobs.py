@@ -189,6 +189,39 @@ def job_empty_cache_steps(torch, pools):
     return [model]
 
 
+def job_graph_release(torch, pools):
+    """A CUDA graph used, then destroyed, then empty_cache: PyTorch frees its private pool's
+    segments only then; eager work and a second graph (a new pool) follow."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(2048, 2048, device="cuda")
+    x = torch.randn(512, 2048, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(2):
+            lin(x).relu()
+    torch.cuda.current_stream().wait_stream(side)
+    g1 = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g1):
+        y1 = lin(x).relu() * 3.0
+    pools.append({"id": list(g1.pool()), "kind": "graph", "name": "g1 (destroyed)"})
+    for step in range(4):
+        g1.replay()
+        t = torch.empty(4_000_000 + step * 1_500_000, dtype=torch.uint8, device="cuda")
+        del t
+    del g1, y1
+    torch.cuda.empty_cache()
+    eager = [torch.empty(3_000_000 * (k + 1), dtype=torch.uint8, device="cuda") for k in range(6)]
+    del eager
+    g2 = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g2):
+        y2 = lin(x * 0.5)
+    pools.append({"id": list(g2.pool()), "kind": "graph", "name": "g2"})
+    g2.replay()
+    torch.cuda.synchronize()
+    return [g2, y2]
+
+
 JOBS = {
     "graphs_shared_pool": job_graphs_shared_pool,
     "mempool_kv_cache": job_mempool_kv_cache,
@@ -196,6 +229,7 @@ JOBS = {
     "compile_reduce_overhead": job_compile_reduce_overhead,
     "capped_retry": job_capped_retry,
     "empty_cache_steps": job_empty_cache_steps,
+    "graph_release": job_graph_release,
 }
 
 
@@ -442,7 +476,7 @@ def run_child(args: list[str], env_conf: str | None, log: str, timeout: int = 30
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out")
-    parser.add_argument("--jobs", default=",".join(JOBS))
+    parser.add_argument("--jobs", default=",".join(j for j in JOBS if j != "graph_release"))
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--live", action="store_true", help="also record each job with memreplay.torch")
     parser.add_argument("--no-replay", action="store_true", help="record only, no replays through PyTorch")

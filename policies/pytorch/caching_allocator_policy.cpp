@@ -95,6 +95,14 @@ bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
 
 void CachingAllocatorPolicy::do_empty_cache() { release_cached_blocks(); }
 
+void CachingAllocatorPolicy::do_release_pool(PoolId pool) {
+  if (std::find(freeable_pools_.begin(), freeable_pools_.end(), pool) == freeable_pools_.end())
+    freeable_pools_.push_back(pool);
+  PrivatePool& owner = private_pool(pool);
+  release_blocks(owner.small_blocks);
+  release_blocks(owner.large_blocks);
+}
+
 PolicyStats CachingAllocatorPolicy::do_stats() const {
   PolicyStats stats;
   stats.alloc_retries = num_alloc_retries_;
@@ -299,6 +307,11 @@ bool CachingAllocatorPolicy::release_cached_blocks() {
   ++stats_.num_sync_all_streams;  // synchronize_and_free_events: no pending events here
   release_blocks(large_blocks_);
   release_blocks(small_blocks_);
+  for (const PoolId pool : freeable_pools_) {  // then the released private pools, small first
+    PrivatePool& owner = private_pool(pool);
+    release_blocks(owner.small_blocks);
+    release_blocks(owner.large_blocks);
+  }
   return true;
 }
 

@@ -23,8 +23,10 @@
 //   allocates, so the last step of the retry ladder (release_cached_blocks) is skipped, as
 //   PyTorch skips it while captures_underway is not empty; release_available_cached_blocks works
 //   on the private pool. empty_cache and GC release only the default pools' segments: PyTorch
-//   frees a private pool's segments only once its graphs or MemPool are gone (use_count 0), and
-//   no trace records that moment, so a private pool is in use until the trace ends.
+//   frees a private pool's segments only once its graphs or MemPool are gone (use_count 0). No trace
+//   records that moment; release_pool() marks it (the engine calls it at the pool's first recorded
+//   segment_free, which live traces have): the pool's cached segments go back at once, and from then
+//   on at every release_cached_blocks, as PyTorch's graph_pools_freeable.
 // Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum (reserved
 //   as the Device counts it: the policy keeps no byte or call counts of its own), which is
 //   Device::capacity() (set_per_process_memory_fraction) or per_process_memory_fraction; GC runs
@@ -60,6 +62,7 @@ class CachingAllocatorPolicy final : public Policy {
   std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
   bool do_free(uint64_t address, StreamId stream) override;
   void do_empty_cache() override;
+  void do_release_pool(PoolId pool) override;
   // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
   std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override;
   std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
@@ -115,6 +118,7 @@ class CachingAllocatorPolicy final : public Policy {
   BlockPool large_blocks_{false, set_nodes_};
   BlockPool small_blocks_{true, set_nodes_};
   std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools_;  // by pool id, made at first use
+  std::vector<PoolId> freeable_pools_;  // released (PyTorch's graph_pools_freeable), in release order
   AddressMap live_;  // allocated blocks by address
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   CachingAllocatorStats stats_;
