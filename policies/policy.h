@@ -6,10 +6,12 @@
 // Non-virtual public entry, virtual private hooks (as RMM's device_memory_resource): the public
 // functions check the contract once for every policy, then call do_*:
 //   allocate(bytes, stream)  bytes > 0, else PolicyContractError; do_allocate's nullopt is an OOM
-//                            (counted in stats().ooms), not an error
+//                            (counted in stats().ooms), not an error. A request above
+//                            kMaxRequestBytes is an OOM here, before any policy rounds it (a
+//                            size near 2^64 would wrap to a few bytes in a policy's rounding)
 //   free(address, stream)    do_free returns false for an address this policy did not hand out
 //                            (or already took back): PolicyContractError, never silence
-//   adopt_block(...)         size > 0 and size >= requested
+//   adopt_segment, adopt_block  0 < size <= kMaxRequestBytes and size >= requested
 //   allocate_in_pool(bytes, stream, pool)  as allocate(), in a private pool (a CUDA graph's or a
 //                            torch.cuda.MemPool's, as the trace names it); a policy without
 //                            private pools serves it from its one pool
@@ -42,6 +44,11 @@ class PolicyContractError : public std::logic_error {
 
 class Policy {
  public:
+  // 2^48 bytes (256 TiB): far above any device's memory, and low enough that no policy's
+  // rounding or segment arithmetic (sizes rounded up, sums of a few thousand blocks) can
+  // overflow 64 bits.
+  static constexpr uint64_t kMaxRequestBytes = uint64_t{1} << 48;
+
   virtual ~Policy() = default;
 
   // Allocate `bytes` (as requested by the application, > 0) for use on `stream`.
@@ -49,6 +56,10 @@ class Policy {
   std::optional<Block> allocate(uint64_t bytes, StreamId stream) {
     if (bytes == 0) [[unlikely]]
       throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
+    if (bytes > kMaxRequestBytes) [[unlikely]] {
+      ++ooms_;
+      return std::nullopt;
+    }
     auto block = do_allocate(bytes, stream);
     if (!block) [[unlikely]]
       ++ooms_;
@@ -60,6 +71,10 @@ class Policy {
     if (pool == 0) return allocate(bytes, stream);
     if (bytes == 0) [[unlikely]]
       throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
+    if (bytes > kMaxRequestBytes) [[unlikely]] {
+      ++ooms_;
+      return std::nullopt;
+    }
     auto block = do_allocate_in_pool(bytes, stream, pool);
     if (!block) [[unlikely]]
       ++ooms_;
@@ -86,19 +101,21 @@ class Policy {
   // adopts blocks with allocate()). adopt_block: carve a live block at exactly [address, +size)
   // inside an adopted segment.
   std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) {
-    if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
+    if (bytes == 0 || bytes > kMaxRequestBytes)
+      throw PolicyContractError("adopt_segment of " + std::to_string(bytes) + " bytes (needs 0 < bytes <= 2^48)");
     return do_adopt_segment(bytes, stream);
   }
   // adopt_segment() of a segment of private pool `pool` (0: the default pool, adopt_segment()).
   std::optional<uint64_t> adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
     if (pool == 0) return adopt_segment(bytes, stream);
-    if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
+    if (bytes == 0 || bytes > kMaxRequestBytes)
+      throw PolicyContractError("adopt_segment of " + std::to_string(bytes) + " bytes (needs 0 < bytes <= 2^48)");
     return do_adopt_segment_in_pool(bytes, stream, pool);
   }
   std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
-    if (size == 0 || requested > size)
+    if (size == 0 || requested > size || size > kMaxRequestBytes)
       throw PolicyContractError("adopt_block of " + std::to_string(size) + " bytes for a request of " +
-                                std::to_string(requested) + " (needs 0 < requested <= size)");
+                                std::to_string(requested) + " (needs 0 < requested <= size <= 2^48)");
     return do_adopt_block(address, size, requested, stream);
   }
 

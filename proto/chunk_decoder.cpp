@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include <google/protobuf/stubs/logging.h>
+
+#include "proto/trace_encoder.h"
+
 namespace memreplay {
 namespace {
 
@@ -225,6 +229,9 @@ std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& 
                                           std::vector<Event>& out) {
   static_assert(kEventKindCount <= 128, "kinds are decoded as one-byte varints");
   const size_t n = c[kKind].size();
+  if (n > kMaxEventsPerChunk)
+    return "chunk holds " + std::to_string(n) + " events, more than the " + std::to_string(kMaxEventsPerChunk) +
+           " a writer may put in one";
   const uint8_t* const kinds = c[kKind].begin;
   bool bad_kind = false;
   size_t annotation_events = 0;
@@ -274,7 +281,10 @@ std::optional<std::string> ChunkDecoder::decode(std::string_view bytes, proto::C
                                                 std::vector<Event>& events) {
   ChunkColumns columns;
   if (const char* error = split_chunk(bytes, columns, other_fields_)) return error;
-  if (!chunk.ParseFromString(other_fields_)) return "chunk does not parse";
+  {
+    google::protobuf::LogSilencer quiet;  // its log line for invalid UTF-8 would precede our error
+    if (!chunk.ParseFromString(other_fields_)) return "chunk does not parse (or holds a string that is not UTF-8)";
+  }
   if (auto error = check_tables(chunk)) return error;
   if (auto error = decode_columns(columns.columns, chunk, events)) return error;
   if (columns.pool.begin != nullptr) return decode_pools(columns.pool, chunk, events);

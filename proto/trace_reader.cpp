@@ -10,14 +10,20 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "proto/framing.h"
 #include "proto/input_error.h"
 
 namespace memreplay {
 namespace {
 
-// A chunk holds at most a few MiB once decompressed; a larger claim means damage.
-constexpr uint64_t kMaxChunkBytes = 1ull << 30;
+// Parses without libprotobuf's own log line (it logs invalid UTF-8 in a string field before
+// failing): the caller's error is the one line the user sees.
+bool parse_quietly(google::protobuf::MessageLite& message, const std::string& bytes) {
+  google::protobuf::LogSilencer quiet;
+  return message.ParseFromString(bytes);
+}
 
 }  // namespace
 
@@ -80,7 +86,7 @@ void TraceReader::read_header() {
   std::string payload(record->length, '\0');
   read_exact(at + sizeof head, payload.size(), payload.data());
   if (format::payload_crc(payload) != record->crc) fail(at, "header record fails its CRC check");
-  if (!header_.ParseFromString(payload)) fail(at, "header record does not parse");
+  if (!parse_quietly(header_, payload)) fail(at, "header record does not parse (or holds a string that is not UTF-8)");
 
   const uint32_t ours = format::kFormatMajor;
   if (header_.format_major() > ours)
@@ -116,7 +122,7 @@ void TraceReader::read_footer() {
   std::string payload(record->length, '\0');
   read_exact(at + sizeof head, payload.size(), payload.data());
   proto::Footer footer;
-  if (format::payload_crc(payload) != record->crc || !footer.ParseFromString(payload)) {
+  if (format::payload_crc(payload) != record->crc || !parse_quietly(footer, payload)) {
     stop_note_ = "the footer record is damaged; ";
     return;
   }
@@ -206,6 +212,24 @@ std::optional<std::string> TraceReader::truncation_note() const {
          std::to_string(chunks_.size()) + " whole chunks";
 }
 
+std::optional<TraceReader::Loss> TraceReader::loss() {
+  if (footer_) return std::nullopt;
+  for (size_t i = 0; i < chunks_.size(); ++i)
+    if (!chunks_[i].known) decode_chunk(i, side_chunk_, side_events_);
+  Loss loss;
+  loss.whole_chunks = chunks_.size();
+  loss.file_bytes = size_;
+  uint64_t end = data_start_;
+  if (!chunks_.empty()) {
+    const ChunkRef& last = chunks_.back();
+    loss.whole_events = last.first_event + last.event_count;
+    end = last.offset + format::kRecordHeaderBytes + last.length;
+  }
+  loss.lost_bytes = size_ - end;
+  loss.reason = *truncation_note();
+  return loss;
+}
+
 bool TraceReader::next_batch(std::vector<Event>& out) {
   while (position_ < chunks_.size()) {
     const size_t index = position_++;
@@ -278,8 +302,14 @@ std::string_view TraceReader::decompress(const ChunkRef& ref) {
     fail(ref.offset, "chunk record fails its CRC check");
 
   const unsigned long long content = ZSTD_getFrameContentSize(payload, ref.length);
-  if (content == ZSTD_CONTENTSIZE_UNKNOWN || content == ZSTD_CONTENTSIZE_ERROR || content > kMaxChunkBytes)
-    fail(ref.offset, "chunk is not a zstd frame of a plausible size");
+  if (content == ZSTD_CONTENTSIZE_UNKNOWN || content == ZSTD_CONTENTSIZE_ERROR)
+    fail(ref.offset, "chunk is not a zstd frame with a content size");
+  const uint64_t ceiling =
+      std::min<uint64_t>(kMaxChunkBytes, kChunkExpansionAllowance + kMaxChunkExpansion * uint64_t{ref.length});
+  if (content > ceiling)
+    fail(ref.offset, "chunk claims to decompress to " + std::to_string(content) + " bytes from " +
+                         std::to_string(ref.length) + " (at most " + std::to_string(ceiling) +
+                         " allowed): damaged or hostile");
   if (decompressed_.size() < content) decompressed_.resize(content);
   const size_t got = ZSTD_decompressDCtx(dctx_.get(), decompressed_.data(), content, payload, ref.length);
   if (ZSTD_isError(got))

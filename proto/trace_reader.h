@@ -16,6 +16,12 @@
 // Stack tables are append-only across the file, so stack_frames() for an id of a chunk not yet
 // read (or skipped by a seek) reads ahead the chunks in between for their tables only.
 //
+// Ceilings, so that a small hostile file cannot cost unbounded memory: a chunk holds at most
+// kMaxEventsPerChunk events (what writers may write) and decompresses to at most kMaxChunkBytes,
+// and to at most kMaxChunkExpansion times its compressed size plus 64 KiB (real chunks expand
+// 10-100 times, very regular ones a few hundred; 64 MiB of zeros expands 30,000 times). A chunk
+// over either is damage.
+//
 // Not thread-safe; a file still being written is read as it was when opened.
 #pragma once
 
@@ -37,6 +43,10 @@ namespace memreplay {
 
 class TraceReader {
  public:
+  static constexpr uint64_t kMaxChunkBytes = uint64_t{128} << 20;
+  static constexpr uint64_t kMaxChunkExpansion = 1024;
+  static constexpr uint64_t kChunkExpansionAllowance = 64 << 10;  // tiny chunks expand more
+
   // Opens the file and checks its framing; throws InputError when it cannot be read.
   explicit TraceReader(std::string path);
   ~TraceReader();
@@ -50,6 +60,17 @@ class TraceReader {
   bool complete() const { return footer_.has_value(); }
   // For an incomplete file: why, and where reading stops. nullopt for a complete file.
   std::optional<std::string> truncation_note() const;
+
+  // What an incomplete file lost, for the one-line warning of replay, compare and fit.
+  struct Loss {
+    uint64_t whole_events = 0;   // events in the whole chunks: the last whole one is whole_events - 1
+    uint64_t whole_chunks = 0;
+    uint64_t lost_bytes = 0;     // bytes after the last whole chunk (a torn record, garbage)
+    uint64_t file_bytes = 0;
+    std::string reason;          // truncation_note()
+  };
+  // nullopt for a complete file. Counting the events decodes the chunks not yet read (once).
+  std::optional<Loss> loss();
 
   // Replaces out with the next chunk's events (skipping chunks without events); false at the end.
   bool next_batch(std::vector<Event>& out);

@@ -58,7 +58,23 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"policy_stats", m.policy_stats},
       {"timeline_columns", {"event", "time_ns", "reserved", "allocated", "requested"}},
       {"timeline", timeline},
+      {"complete", m.complete},
+      {"incomplete", m.loss ? nlohmann::json{{"whole_events", m.loss->whole_events},
+                                             {"lost_bytes", m.loss->lost_bytes},
+                                             {"file_bytes", m.loss->file_bytes},
+                                             {"reason", m.loss->reason}}
+                            : nlohmann::json(nullptr)},
   };
+}
+
+std::optional<std::string> incomplete_warning(const std::string& trace, const ReplayMetrics& m) {
+  if (m.complete || !m.loss) return std::nullopt;
+  const TraceLoss& l = *m.loss;
+  const std::string last = l.whole_events == 0 ? "no whole event at all"
+                                               : "the last whole event is event " + std::to_string(l.whole_events - 1);
+  return trace + " is incomplete (cut off mid-write: no footer): the numbers cover its first " +
+         std::to_string(l.whole_events) + " events only; " + last + "; " + std::to_string(l.lost_bytes) +
+         " of its " + std::to_string(l.file_bytes) + " bytes after the last whole chunk were lost";
 }
 
 }  // namespace memreplay

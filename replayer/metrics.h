@@ -32,6 +32,14 @@ struct OperationLatencies {
   LatencySummary free_device_call;
 };
 
+// What an incomplete trace (a job that crashed mid-write: no footer) lost; see TraceReader::loss.
+struct TraceLoss {
+  uint64_t whole_events = 0;  // events in whole chunks; the replay saw at most these
+  uint64_t lost_bytes = 0;    // bytes after the last whole chunk
+  uint64_t file_bytes = 0;
+  std::string reason;
+};
+
 struct ReplayMetrics {
   std::string policy;
   std::string device;  // "sim" or "cuda:N"
@@ -62,7 +70,15 @@ struct ReplayMetrics {
   std::map<std::string, uint64_t> device_counters;  // every driver-level call count
   std::map<std::string, uint64_t> policy_stats;     // what only the policy can know
   std::vector<TimelinePoint> timeline;
+  // False for a trace cut off mid-write: the numbers cover only its whole chunks (`loss` says
+  // how much was lost). JSON "complete", and "incomplete" with the loss.
+  bool complete = true;
+  std::optional<TraceLoss> loss;
 };
+
+// The one-line warning for a replay of an incomplete trace ("TRACE is incomplete: ..."), naming
+// the last whole event and the bytes lost; nullopt for a complete one.
+std::optional<std::string> incomplete_warning(const std::string& trace, const ReplayMetrics& m);
 
 nlohmann::json to_json(const ReplayMetrics& m);
 

@@ -39,6 +39,10 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   ReplayMetrics metrics = session.finish();
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
+  if (auto loss = reader.loss()) {
+    metrics.complete = false;
+    metrics.loss = TraceLoss{loss->whole_events, loss->lost_bytes, loss->file_bytes, std::move(loss->reason)};
+  }
   return metrics;
 }
 

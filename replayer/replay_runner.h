@@ -11,7 +11,8 @@
 namespace memreplay {
 
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
-// policy spec (as InputError naming the option) or an unusable device.
+// policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
+// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
 ReplayMetrics run_replay(const ReplayOptions& options);
 
 struct FitResult {

@@ -180,7 +180,12 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
 
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
   if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
-  const auto policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
+  std::optional<uint64_t> policy_address;
+  try {
+    policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
+  } catch (const PolicyContractError& e) {
+    return inconsistent(trace_index, std::string("a segment the trace starts with: ") + e.what());
+  }
   ++metrics_.preexisting_segments;
   if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
   // No metrics until the starting state is whole: its blocks are adopted next.

@@ -1,6 +1,10 @@
 #include "recorder/import/decompress.h"
 
+#include <fcntl.h>
 #include <lzma.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -39,16 +43,21 @@ std::string format_bytes(uint64_t n) {
 // small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
 class Output {
  public:
-  Output(const std::string& file, uint64_t max_output, uint64_t size_hint)
+  // `input_bytes` (what is really there, never a length the data declares) sizes the first
+  // buffer; it then doubles as output arrives.
+  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes)
       : file_(file), max_(max_output) {
-    buf_.resize(static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(size_hint, 1 << 16), max_)));
+    const uint64_t first = std::min<uint64_t>(std::max<uint64_t>(input_bytes * 4, 1 << 16), kMaxFirstBuffer);
+    buf_.resize(static_cast<size_t>(std::min<uint64_t>(first, max_)));
   }
   // Free space after `used`, growing the buffer first when it is full.
   char* space(uint64_t consumed_input) {
     if (used_ == buf_.size()) {
       if (buf_.size() >= max_)
         throw InputError::at_byte(file_, consumed_input,
-                                  "decompressed data exceeds the " + format_bytes(max_) + " limit");
+                                  "decompressed data exceeds the " + format_bytes(max_) +
+                                      " limit (128 times the compressed size, at least 64 MiB, at "
+                                      "most 2 GiB): a decompression bomb, or decompress it first");
       buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_)));
     }
     return buf_.data() + used_;
@@ -61,6 +70,7 @@ class Output {
   }
 
  private:
+  static constexpr uint64_t kMaxFirstBuffer = uint64_t{64} << 20;
   const std::string& file_;
   uint64_t max_;
   std::string buf_;
@@ -78,7 +88,7 @@ std::string inflate_all(std::string_view data, const std::string& file, uint64_t
     z_stream* s;
     ~Guard() { inflateEnd(s); }
   } guard{&s};
-  Output out(file, max_output, data.size() * 8);
+  Output out(file, max_output, data.size());
   size_t in_pos = 0;
   for (;;) {
     s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + in_pos));
@@ -129,7 +139,7 @@ std::string unxz_all(std::string_view data, const std::string& file, uint64_t ma
     lzma_stream* s;
     ~Guard() { lzma_end(s); }
   } guard{&s};
-  Output out(file, max_output, data.size() * 8);
+  Output out(file, max_output, data.size());
   s.next_in = reinterpret_cast<const uint8_t*>(data.data());
   s.avail_in = data.size();
   for (;;) {
@@ -153,11 +163,8 @@ std::string unzstd_all(std::string_view data, const std::string& file, uint64_t 
     ZSTD_DStream* z;
     ~Guard() { ZSTD_freeDStream(z); }
   } guard{z};
-  const unsigned long long declared = ZSTD_getFrameContentSize(data.data(), data.size());
-  const uint64_t hint = (declared == ZSTD_CONTENTSIZE_UNKNOWN || declared == ZSTD_CONTENTSIZE_ERROR)
-                            ? data.size() * 8
-                            : declared + 1;  // +1: no regrow just to learn that the frame ended
-  Output out(file, max_output, hint);
+  // Not sized by the frame's declared content size: 20 bytes can declare terabytes.
+  Output out(file, max_output, data.size());
   ZSTD_inBuffer in{data.data(), data.size(), 0};
   size_t last = 0;
   for (;;) {
@@ -225,10 +232,48 @@ std::string read_file_bytes(const std::string& path) {
   return bytes;
 }
 
+InputBytes::InputBytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path + ": not a regular file");
+  }
+  map_bytes_ = static_cast<size_t>(st.st_size);
+  if (map_bytes_ > 0) {
+    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      ::close(fd);
+      throw InputError(path + ": cannot map: " + std::strerror(errno));
+    }
+  }
+  ::close(fd);
+  const std::string_view raw(static_cast<const char*>(map_), map_bytes_);
+  try {
+    if (detect_compression(raw, path) == Compression::none) {
+      view_ = raw;
+      return;
+    }
+    decompressed_ = decompress(raw, path, decompression_ceiling(raw.size()));
+  } catch (...) {
+    if (map_ != nullptr) ::munmap(map_, map_bytes_);
+    throw;
+  }
+  ::munmap(map_, map_bytes_);  // the compressed bytes are not needed any more
+  map_ = nullptr;
+  view_ = decompressed_;
+}
+
+InputBytes::~InputBytes() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
 std::string read_decompressed(const std::string& path, uint64_t max_output) {
-  const std::string raw = read_file_bytes(path);
+  std::string raw = read_file_bytes(path);
   if (detect_compression(raw, path) == Compression::none) return raw;
-  return decompress(raw, path, max_output);
+  return decompress(raw, path, max_output != 0 ? max_output : decompression_ceiling(raw.size()));
 }
 
 }  // namespace memreplay

@@ -16,9 +16,11 @@ std::string_view compression_name(Compression c);
 // Throws InputError for formats we recognise but do not read (bzip2, lzip, lz4, legacy .lzma).
 Compression detect_compression(std::string_view data, const std::string& file);
 
-// A decompression bomb guard: more output than this is refused. Large enough for any snapshot
-// PyTorch can write (its viewer already fails on 1 GB pickles).
-inline constexpr uint64_t kDefaultMaxDecompressedBytes = 16ull << 30;
+// A decompression bomb guard: more output than this is refused, before the whole of it is
+// produced. The unpickler reads pickles under 2 GiB (pickle_reader.h), so more would be refused
+// anyway; PyTorch's own viewer already fails on 1 GB pickles. No buffer is ever sized by a
+// length the compressed data declares: output buffers start from the input's size and double.
+inline constexpr uint64_t kDefaultMaxDecompressedBytes = (2ull << 30) - 1;
 
 // The decompressed content of `data` (a copy when it is not compressed). Concatenated gzip
 // members, xz streams and zstd frames are all read. Errors are InputError naming `file` and,
@@ -26,11 +28,40 @@ inline constexpr uint64_t kDefaultMaxDecompressedBytes = 16ull << 30;
 std::string decompress(std::string_view data, const std::string& file,
                        uint64_t max_output = kDefaultMaxDecompressedBytes);
 
-// The whole file at `path`, decompressed. Throws InputError when it cannot be read.
-std::string read_decompressed(const std::string& path,
-                              uint64_t max_output = kDefaultMaxDecompressedBytes);
+// The ceiling for `compressed_bytes` of input: 128 times that, at least 64 MiB, at most
+// kDefaultMaxDecompressedBytes. Real snapshots compress 12-30 times (xz); a bomb compresses
+// thousands of times, and would otherwise cost gigabytes from a file of a few kilobytes.
+inline constexpr uint64_t kMinDecompressionCeiling = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxCompressionRatio = 128;
+constexpr uint64_t decompression_ceiling(uint64_t compressed_bytes) {
+  if (compressed_bytes >= kDefaultMaxDecompressedBytes / kMaxCompressionRatio) return kDefaultMaxDecompressedBytes;
+  const uint64_t ceiling = compressed_bytes * kMaxCompressionRatio;
+  return ceiling < kMinDecompressionCeiling ? kMinDecompressionCeiling : ceiling;
+}
+
+// The whole file at `path`, decompressed; `max_output` 0 means decompression_ceiling() of the
+// file's size. Throws InputError when it cannot be read.
+std::string read_decompressed(const std::string& path, uint64_t max_output = 0);
 
 // The whole file at `path` as stored (no decompression).
 std::string read_file_bytes(const std::string& path);
+
+// An input file's content, decompressed: a read-only map of the file itself when it is not
+// compressed (no copy, no zero-filled buffer), else the decompressed bytes (under
+// decompression_ceiling() of the file's size).
+class InputBytes {
+ public:
+  explicit InputBytes(const std::string& path);
+  ~InputBytes();
+  InputBytes(const InputBytes&) = delete;
+  InputBytes& operator=(const InputBytes&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  std::string decompressed_;
+  std::string_view view_;
+};
 
 }  // namespace memreplay

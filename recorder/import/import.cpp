@@ -20,8 +20,8 @@ InputFormat detect_content_format(std::string_view content, const std::string& f
   if (content.size() >= 2 && static_cast<uint8_t>(content[0]) == 0x80 && content[1] >= 2 && content[1] <= 5)
     return InputFormat::pytorch_snapshot;
   if (is_rmm_log_header(content.substr(0, content.find('\n')))) return InputFormat::rmm_log;
-  if (content.empty()) throw InputError(file + ": the file is empty");
-  throw InputError(file + ": unknown input format: neither a PyTorch memory snapshot (pickle, "
+  if (content.empty()) throw InputError::at_byte(file, 0, "the file is empty");
+  throw InputError::at_byte(file, 0, "unknown input format: neither a PyTorch memory snapshot (pickle, "
                    "protocol 2 or newer) nor an RMM log (CSV with a "
                    "'Thread,Time,Action,Pointer,Size,Stream' header)");
 }
@@ -31,10 +31,14 @@ InputFormat detect_input_format(const std::string& path) {
 }
 
 void import_file(const std::string& path, TraceSink& sink) {
-  const std::string content = read_decompressed(path);
-  switch (detect_content_format(content, path)) {
-    case InputFormat::pytorch_snapshot: import_pytorch_snapshot_pickle(content, path, sink); return;
-    case InputFormat::rmm_log: import_rmm_log_text(content, path, sink); return;
+  const InputBytes content(path);
+  import_file_content(content.view(), path, sink);
+}
+
+void import_file_content(std::string_view content, const std::string& file, TraceSink& sink) {
+  switch (detect_content_format(content, file)) {
+    case InputFormat::pytorch_snapshot: import_pytorch_snapshot_pickle(content, file, sink); return;
+    case InputFormat::rmm_log: import_rmm_log_text(content, file, sink); return;
   }
 }
 

@@ -27,5 +27,7 @@ InputFormat detect_input_format(const std::string& path);
 // Imports the file at `path` into `sink` with the importer its content calls for: sink.begin(),
 // the events, sink.finish(). Throws InputError on unreadable, unknown or malformed input.
 void import_file(const std::string& path, TraceSink& sink);
+// The same for content already in memory (decompressed); `file` names it in errors.
+void import_file_content(std::string_view content, const std::string& file, TraceSink& sink);
 
 }  // namespace memreplay

@@ -58,6 +58,7 @@ class Unpickler {
     // Snapshot pickles hold one container per 52-72 input bytes and one item per 6.6-9: reserve
     // for the densest, so the big arrays never move while growing.
     tree_.containers_.reserve(data_.size() / 48 + 16);
+    tree_.container_offsets_.reserve(data_.size() / 48 + 16);
     tree_.children_.reserve(data_.size() / 6 + 16);
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
@@ -192,6 +193,7 @@ class Unpickler {
   }
   [[gnu::always_inline]] uint32_t add_container(Kind kind) {
     tree_.containers_.push_back({kind, Tree::Layout::one_run, 0, 0, 0});
+    tree_.container_offsets_.push_back(static_cast<uint32_t>(op_pos_));
     return static_cast<uint32_t>(tree_.containers_.size() - 1);
   }
 

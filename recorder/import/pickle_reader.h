@@ -55,6 +55,9 @@ class Value {
   bool is(Kind k) const { return kind() == k; }
   // Identity of the underlying object: memo aliases of one object have equal ids.
   uint32_t id() const { return ref_; }
+  // Input offset of the opcode that made the object (a scalar's opcode, a container's
+  // EMPTY_*, LIST, TUPLE... opcode): where error messages point.
+  uint32_t offset() const;
 
   bool as_bool() const;
   int64_t as_int() const;
@@ -177,6 +180,7 @@ class Tree {
 
   std::string_view data_;
   std::vector<Container> containers_;
+  std::vector<uint32_t> container_offsets_;  // by container index, see Value::offset
   std::vector<uint32_t> children_;
   std::vector<Segment> segments_;
   std::vector<uint32_t> shape_keys_;
@@ -225,6 +229,11 @@ inline Kind Tree::scalar_kind(uint32_t offset) const {
   // "I00\n" / "I01\n" are False / True. Reading stops at the '\n' parsing found, so stays in bounds.
   if (op == detail::kINT && p[1] == '0' && (p[2] == '0' || p[2] == '1') && p[3] == '\n') return Kind::boolean;
   return detail::kScalarKinds[op];
+}
+
+inline uint32_t Value::offset() const {
+  if (ref_ & Tree::kScalarBit) return ref_ & ~Tree::kScalarBit;
+  return tree_->container_offsets_[ref_];
 }
 
 inline Kind Value::kind() const {

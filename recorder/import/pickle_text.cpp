@@ -10,6 +10,7 @@ namespace {
 constexpr int kMaxDepth = 8;
 constexpr size_t kMaxTextBytes = 4096;
 constexpr size_t kMaxPairs = 4096;
+constexpr size_t kMaxKeyBytes = 256;  // per nesting level of a flattened key
 
 // Python's repr() of a float: shortest round-trip digits, always with a '.' or an exponent.
 std::string python_float(double d) {
@@ -48,18 +49,22 @@ void append_text(Value v, int depth, std::string& out) {
         if (!first) out += ',';
         first = false;
       };
+      // Loops that stop at the limit: a list aliased into itself must not be walked whole at
+      // every level once the text is full.
       if (dict) {
-        v.for_each_pair([&](Value k, Value item) {
+        for (auto [k, item] : v.pairs()) {
+          if (out.size() > kMaxTextBytes) break;
           separator();
           append_text(k, depth + 1, out);
           out += ':';
           append_text(item, depth + 1, out);
-        });
+        }
       } else {
-        v.for_each_item([&](Value item) {
+        for (Value item : v.items()) {
+          if (out.size() > kMaxTextBytes) break;
           separator();
           append_text(item, depth + 1, out);
-        });
+        }
       }
       out += dict ? '}' : ']';
       return;
@@ -71,10 +76,11 @@ void flatten(Value v, const std::string& prefix, int depth,
              std::vector<std::pair<std::string, std::string>>& out) {
   if (out.size() >= kMaxPairs) return;
   if (v.is(Kind::dict) && depth < kMaxDepth) {
-    v.for_each_pair([&](Value k, Value item) {
+    for (auto [k, item] : v.pairs()) {
       if (out.size() >= kMaxPairs) return;
-      flatten(item, prefix.empty() ? python_text(k) : prefix + "." + python_text(k), depth + 1, out);
-    });
+      const std::string key = python_text(k).substr(0, kMaxKeyBytes);
+      flatten(item, prefix.empty() ? key : prefix + "." + key, depth + 1, out);
+    }
     return;
   }
   out.emplace_back(prefix, python_text(v));

@@ -16,7 +16,9 @@ namespace memreplay::pickle {
 std::string python_text(Value v);
 
 // A dict flattened to (key, text) pairs, nested dict keys joined with '.':
-// {"a": 1, "b": {"1": 0, "2": 4}} → ("a", "1"), ("b.1", "0"), ("b.2", "4"). At most 4096 pairs.
+// {"a": 1, "b": {"1": 0, "2": 4}} → ("a", "1"), ("b.1", "0"), ("b.2", "4"). At most 4096 pairs,
+// 8 levels, 256 bytes of key per level and 4 KiB of text per value: at most ~24 MiB whatever
+// aliasing the dict holds.
 std::vector<std::pair<std::string, std::string>> flatten_dict(Value dict);
 
 }  // namespace memreplay::pickle

@@ -100,7 +100,7 @@ class SnapshotImporter {
  public:
   // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
   SnapshotImporter(const pickle::Tree& tree, const std::string& file, uint64_t input_bytes)
-      : tree_(tree), file_(file), budget_(input_bytes / 8 + 4096) {}
+      : tree_(tree), file_(file), budget_(2 * input_bytes + 4096) {}
 
   void run(TraceSink& sink) {
     read_snapshot(tree_.root());
@@ -203,23 +203,28 @@ class SnapshotImporter {
     size_t next_ = 0, annotation_ = 0, empty_ = 0;
   };
 
-  [[noreturn]] void fail(const std::string& what) const { throw InputError(file_ + ": " + what); }
+  // Errors point at the byte offset of the value at fault.
+  [[noreturn]] void fail(Value at, const std::string& what) const {
+    throw InputError::at_byte(file_, at.offset(), what);
+  }
   [[noreturn]] void fail_entry(uint32_t device, uint64_t index, const std::string& what) const {
     throw InputError::at_event(file_, index, "device " + std::to_string(device) + " trace entry: " + what);
   }
 
-  // Every entry, segment, block, frame and annotation costs one unit. A real snapshot spends
-  // well over 8 input bytes per item; a pickle that aliases one list many times over (legal, a
-  // few bytes per reference) would otherwise expand into unbounded work and memory.
-  void charge(uint64_t items) {
-    if (items > budget_)
-      fail("the snapshot refers to the same lists over and over (more items than its size can "
-           "hold); refusing to expand it");
-    budget_ -= items;
+  // The work budget: every entry, key/value pair, segment, block, frame and annotation costs a
+  // unit, and annotation text a unit per 16 bytes. A real snapshot spends about 8 input bytes
+  // per unit (gpt2_generate: 32.4 MB, 4.3 M units), so 2 units per input byte is never reached;
+  // a pickle that aliases one dict, list or string many times over (legal, a few bytes per
+  // reference) would otherwise expand into work and memory proportional to references × size.
+  void charge(uint64_t units, Value at) {
+    if (units > budget_)
+      fail(at, "the snapshot refers to the same objects over and over (more work than its size "
+               "can hold); refusing to expand it");
+    budget_ -= units;
   }
 
-  Device& device(uint64_t index, const std::string& where) {
-    if (index >= kMaxDevices) fail(where + ": device index " + std::to_string(index) + " is out of range");
+  Device& device(uint64_t index, const std::string& where, Value at) {
+    if (index >= kMaxDevices) fail(at, where + ": device index " + std::to_string(index) + " is out of range");
     if (index >= devices_.size()) devices_.resize(index + 1);
     return devices_[index];
   }
@@ -228,7 +233,7 @@ class SnapshotImporter {
 
   void read_snapshot(Value root) {
     if (!root.is(Kind::dict))
-      fail("not a memory snapshot: the pickle holds a " + std::string(kind_name(root.kind())) +
+      fail(root, "not a memory snapshot: the pickle holds a " + std::string(kind_name(root.kind())) +
            ", expected the dict torch.cuda.memory._snapshot() returns");
     std::optional<Value> segments, traces, settings, annotations;
     for (auto [k, v] : root.pairs()) {
@@ -239,14 +244,14 @@ class SnapshotImporter {
       else if (key == "external_annotations") annotations = v;
     }
     if (!traces || !segments)
-      fail("not a memory snapshot with a trace: no 'device_traces' or 'segments' key "
+      fail(root, "not a memory snapshot with a trace: no 'device_traces' or 'segments' key "
            "(record with torch.cuda.memory._record_memory_history(enabled=\"all\"))");
 
     header_.set_source("pytorch-snapshot");
     header_.set_source_file(file_);
-    if (!traces->is(Kind::list)) fail("'device_traces' is not a list");
-    if (traces->size() > 0) device(traces->size() - 1, "device_traces");
-    if (!segments->is(Kind::list)) fail("'segments' is not a list");
+    if (!traces->is(Kind::list)) fail(*traces, "'device_traces' is not a list");
+    if (traces->size() > 0) device(traces->size() - 1, "device_traces", *traces);
+    if (!segments->is(Kind::list)) fail(*segments, "'segments' is not a list");
     read_segments(*segments);
     uint32_t d = 0;
     for (Value trace : traces->items()) read_trace(d++, trace);
@@ -306,11 +311,12 @@ class SnapshotImporter {
     uint64_t index = 0;
     for (Value seg : segments.items()) {
       const std::string where = "segments[" + std::to_string(index++) + "]";
-      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      auto bad = [&](const std::string& what) { fail(seg, where + ": " + what); };
       if (!seg.is(Kind::dict)) bad("not a dict");
+      charge(1 + seg.size(), seg);
       auto need = [&](Value dict, const char* key, const std::string& at) {
         auto v = dict.get(key);
-        if (!v) fail(at + ": missing key '" + key + "'");
+        if (!v) fail(dict, at + ": missing key '" + key + "'");
         return *v;
       };
       SegmentState s;
@@ -321,17 +327,18 @@ class SnapshotImporter {
       s.expandable = expandable && expandable->is(Kind::boolean) && expandable->as_bool();
       if (const auto pool = seg.get("segment_pool_id")) s.pool = pool_id(*pool, where);
       const uint64_t dev = non_negative(need(seg, "device", where), "device", bad);
-      AllocatorState& state = device(dev, where).final_state;
+      AllocatorState& state = device(dev, where, seg).final_state;
       state.segments.push_back(s);
 
       const Value blocks = need(seg, "blocks", where);
       if (!blocks.is(Kind::list)) bad("'blocks' is not a list");
-      charge(1 + blocks.size());
+      charge(1 + blocks.size(), blocks);
       uint64_t block_index = 0, offset = s.address;
       for (Value block : blocks.items()) {
         const std::string at = where + ".blocks[" + std::to_string(block_index++) + "]";
-        auto bad_block = [&](const std::string& what) { fail(at + ": " + what); };
+        auto bad_block = [&](const std::string& what) { fail(block, at + ": " + what); };
         if (!block.is(Kind::dict)) bad_block("not a dict");
+        charge(block.size(), block);
         BlockState b;
         // Old snapshots have no block address: blocks tile the segment in order.
         const auto address = block.get("address");
@@ -375,8 +382,8 @@ class SnapshotImporter {
   // --- device_traces[d] ---
 
   void read_trace(uint32_t d, Value list) {
-    if (!list.is(Kind::list)) fail("device_traces[" + std::to_string(d) + "] is not a list");
-    charge(list.size());
+    if (!list.is(Kind::list)) fail(list, "device_traces[" + std::to_string(d) + "] is not a list");
+    charge(list.size(), list);
     Device& dev = devices_[d];
     dev.steps.reserve(dev.steps.size() + list.size());
     dev.times.reserve(dev.times.size() + list.size());
@@ -418,6 +425,7 @@ class SnapshotImporter {
   void read_entry(uint32_t d, uint64_t index, Value entry, Device& out) {
     if (!entry.is(Kind::dict))
       fail_entry(d, index, "is a " + std::string(kind_name(entry.kind())) + ", expected a dict");
+    charge(entry.size(), entry);  // an entry aliased many times with many keys is work, too
     EntryFields fields;
     const uint32_t shape = entry.shape_id();
     if (shape != 0 && shape == shape_.id) {  // same keys as the last entry: fields by position
@@ -463,8 +471,10 @@ class SnapshotImporter {
         break;
       case EventKind::annotation: {  // user_defined: its payload is user_metadata
         KeyValues kv;
-        if (fields.has(Field::user_metadata))
+        if (fields.has(Field::user_metadata)) {
           kv.emplace_back("user_metadata", python_text(value(Field::user_metadata)));
+          charge(kv.back().second.size() / 16, entry);
+        }
         step.address = annotation_texts_.size();
         annotation_texts_.push_back(std::move(kv));
         break;
@@ -491,11 +501,12 @@ class SnapshotImporter {
     if (!frames.is(Kind::list)) bad("'frames' is not a list");
     if (frames.size() == 0) return 0;
     if (auto it = stack_of_list_.find(frames.id()); it != stack_of_list_.end()) return it->second;
-    charge(frames.size());
+    charge(frames.size(), frames);
     std::vector<FrameText> stack;
     stack.reserve(frames.size());
     for (Value frame : frames.items()) {
       if (!frame.is(Kind::dict)) bad("a frame is not a dict");
+      charge(frame.size(), frame);
       FrameText f;
       bool has_filename = false, has_line = false, has_name = false;
       for (auto [k, v] : frame.pairs()) {
@@ -520,13 +531,14 @@ class SnapshotImporter {
   // --- external_annotations ---
 
   void read_annotations(Value list) {
-    if (!list.is(Kind::list)) fail("'external_annotations' is not a list");
-    charge(list.size());
+    if (!list.is(Kind::list)) fail(list, "'external_annotations' is not a list");
+    charge(list.size(), list);
     uint64_t index = 0;
     for (Value a : list.items()) {
       const std::string where = "external_annotations[" + std::to_string(index++) + "]";
-      auto bad = [&](const std::string& what) { fail(where + ": " + what); };
+      auto bad = [&](const std::string& what) { fail(a, where + ": " + what); };
       if (!a.is(Kind::dict)) bad("not a dict");
+      charge(a.size(), a);
       Event e;
       e.kind = EventKind::annotation;
       KeyValues kv;
@@ -541,12 +553,13 @@ class SnapshotImporter {
           has_time = true;
         } else {
           kv.emplace_back(key, python_text(v));
+          charge((key.size() + kv.back().second.size()) / 16, v);
         }
       }
       if (!has_device || !has_time) bad("missing key 'device' or 'time_us'");
       e.aux = annotation_texts_.size();
       annotation_texts_.push_back(std::move(kv));
-      device(e.device, where).annotations.push_back(e);
+      device(e.device, where, a).annotations.push_back(e);
     }
     for (Device& dev : devices_)
       std::stable_sort(dev.annotations.begin(), dev.annotations.end(),

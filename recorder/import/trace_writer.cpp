@@ -37,12 +37,15 @@ TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
     : path_(std::move(path)),
       file_path_(file_path_for(path_, options.atomic)),
       atomic_(options.atomic),
-      encoder_("TraceWriter", path_, file_path_, {options.events_per_chunk, options.zstd_level}) {}
+      encoder_("TraceWriter", path_, file_path_, {options.events_per_chunk, options.zstd_level}) {
+  if (atomic_) temp_guard_.emplace(file_path_);
+}
 
 TraceWriter::~TraceWriter() {
   if (in_place_) return;
   encoder_.abandon();
   if (atomic_) ::unlink(file_path_.c_str());
+  temp_guard_.reset();
 }
 
 void TraceWriter::begin(const proto::TraceHeader& header) { encoder_.begin(header_fields(header)); }
@@ -52,6 +55,7 @@ void TraceWriter::finish() {
   encoder_.finish();
   if (atomic_ && std::rename(file_path_.c_str(), path_.c_str()) != 0)
     throw InputError(path_ + ": cannot rename " + file_path_ + " onto it: " + std::strerror(errno));
+  temp_guard_.reset();
   in_place_ = true;
 }
 

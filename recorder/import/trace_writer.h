@@ -7,7 +7,8 @@
 //
 // Two ways to put the file in place:
 //   atomic (default)  writes PATH.tmp.<pid> and renames it onto PATH in finish(); without finish()
-//                     the temporary file is removed, so PATH is either whole or absent.
+//                     the temporary file is removed, so PATH is either whole or absent, also
+//                     when SIGINT or SIGTERM interrupts the process (temp_file_cleanup.h).
 //   streaming         writes PATH directly; every chunk is handed to the OS as soon as it is full
 //                     (or on flush()), so a process killed at any moment leaves a file whose whole
 //                     chunks all read back (TraceReader reports it incomplete).
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -25,6 +27,7 @@
 #include "proto/frame_text.h"
 #include "proto/trace.pb.h"
 #include "proto/trace_encoder.h"
+#include "recorder/import/temp_file_cleanup.h"
 #include "recorder/import/trace_sink.h"
 
 namespace memreplay {
@@ -77,6 +80,7 @@ class TraceWriter final : public TraceSink {
   bool atomic_;
   bool in_place_ = false;  // finished, and renamed onto path_ when atomic
   TraceEncoder encoder_;
+  std::optional<TempFileGuard> temp_guard_;  // atomic: removes file_path_ on SIGINT/SIGTERM
 };
 
 }  // namespace memreplay

@@ -48,6 +48,7 @@ void compare(const CompareOptions& options) {
     rows.push_back(run_replay(replay));
     all.push_back(to_json(rows.back()));
   }
+  if (const auto warning = incomplete_warning(options.replay.trace_path, rows.front())) std::cerr << "memreplay: warning: " << *warning << "\n";
   if (options.json != "-") {
     print_metrics_table(rows);
     for (const auto& m : rows) print_latency_table(m);

@@ -42,7 +42,8 @@ void fit(const FitOptions& options) {
   nlohmann::json result;
   if (replay.capacity) {
     const ReplayMetrics m = run_replay(replay);
-    result = {{"capacity", *replay.capacity}, {"fits", !m.oom_at_event},
+    if (const auto warning = incomplete_warning(replay.trace_path, m)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
+    result = {{"complete", m.complete}, {"capacity", *replay.capacity}, {"fits", !m.oom_at_event},
               {"oom", describe_oom(m, replay.trace_path)}, {"metrics", to_json(m)}};
     if (options.json != "-") {
       std::printf("%s at %s: %s\n", replay.policy_spec.c_str(), format_bytes(*replay.capacity).c_str(),
@@ -59,7 +60,9 @@ void fit(const FitOptions& options) {
     }
   } else {
     const FitResult fit = find_min_capacity(replay, parse_bytes(options.resolution, "--resolution"));
-    result = {{"min_fit_bytes", fit.min_fit_bytes},      {"max_fail_bytes", fit.max_fail_bytes},
+    if (const auto warning = incomplete_warning(replay.trace_path, fit.uncapped)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
+    result = {{"complete", fit.uncapped.complete},
+              {"min_fit_bytes", fit.min_fit_bytes},      {"max_fail_bytes", fit.max_fail_bytes},
               {"resolution_bytes", fit.resolution_bytes}, {"replays", fit.replays},
               {"uncapped", to_json(fit.uncapped)}};
     if (options.json != "-")

@@ -23,6 +23,7 @@ struct ReplayCommandOptions {
 
 void replay(const ReplayCommandOptions& options) {
   const ReplayMetrics m = run_replay(options.replay);
+  if (const auto warning = incomplete_warning(options.replay.trace_path, m)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
   if (options.json != "-") {
     print_metrics_table({m});
     print_latency_table(m);

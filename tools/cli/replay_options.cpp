@@ -26,16 +26,17 @@ void add_replay_options(CLI::App& command, ReplayOptions& options) {
 }
 
 void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
-  std::printf("%-44s %12s %12s %12s %7s %7s %7s %6s %9s %10s\n", "policy", "reserved", "allocated",
-              "requested", "frag", "allocs", "frees", "retry", "oom@", "seconds");
+  std::printf("%-44s %12s %12s %12s %7s %7s %7s %6s %9s %10s %8s\n", "policy", "reserved", "allocated",
+              "requested", "frag", "allocs", "frees", "retry", "oom@", "seconds", "complete");
   for (const auto& m : rows) {
     const std::string oom = m.oom_at_event ? std::to_string(*m.oom_at_event) : "-";
-    std::printf("%-44s %12s %12s %12s %7s %7llu %7llu %6llu %9s %10.4f\n", m.policy.c_str(),
+    std::printf("%-44s %12s %12s %12s %7s %7llu %7llu %6llu %9s %10.4f %8s\n", m.policy.c_str(),
                 format_bytes(m.reserved_peak).c_str(), format_bytes(m.allocated_peak).c_str(),
                 format_bytes(m.requested_peak).c_str(), format_percent(m.fragmentation_at_peak).c_str(),
                 static_cast<unsigned long long>(m.device_alloc_calls),
                 static_cast<unsigned long long>(m.device_free_calls),
-                static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.replay_seconds);
+                static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.replay_seconds,
+                m.complete ? "yes" : "NO");
   }
 }
 
