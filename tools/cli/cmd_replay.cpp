@@ -22,7 +22,9 @@ struct ReplayCommandOptions {
 };
 
 void replay(const ReplayCommandOptions& options) {
+  warn_before_replay(options.replay);
   const ReplayMetrics m = run_replay(options.replay);
+  warn_after_replay(options.replay, m);
   if (options.json != "-") {
     print_metrics_table({m});
     print_latency_table(m);
