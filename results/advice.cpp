@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
+#include "results/check.h"
 #include "results/fit_scan.h"
 #include "results/replay_batch.h"
 #include "results/units.h"
@@ -40,7 +41,7 @@ std::vector<std::string> candidate_specs(const std::string& current, bool capped
   return out;
 }
 
-uint64_t device_calls(const ReplayMetrics& m) { return m.device_alloc_calls + m.device_free_calls; }
+uint64_t device_calls(const ReplayMetrics& m) { return total_device_calls(m); }
 
 std::string percent_change(uint64_t before, uint64_t after) {
   if (before == 0) return "";
@@ -98,24 +99,28 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
   }
   const TraceReplays replays = replay_lanes(base, lanes);
   const auto result = [&](size_t lane) {
-    CandidateResult c{lanes[lane].policy, paste_for(lanes[lane].policy), replays.metrics[lane], {}, {}};
+    return CandidateResult{lanes[lane].policy, paste_for(lanes[lane].policy), replays.metrics[lane], {}, {}};
+  };
+  // The capacity search costs ~20 replays: the current setting and the three best candidates only.
+  const auto add_fit = [&](CandidateResult& c) {
     if (with_fit && !c.metrics.oom_at_event) {
       ReplayOptions probe = base;
       probe.policy_spec = c.policy;
       probe.capacity.reset();
-      const FitScan scan = scan_min_capacity(probe, 8 << 20, 8);
+      const FitScan scan = scan_min_capacity(probe, 16 << 20, 8);
       c.smallest_fit_bytes = scan.smallest_fit_bytes;
       c.fits_above_bytes = scan.fits_above_bytes;
     }
-    return c;
   };
   advice.current = result(0);
+  add_fit(advice.current);
   for (size_t i = 1; i <= specs.size(); ++i) advice.candidates.push_back(result(i));
   std::stable_sort(advice.candidates.begin(), advice.candidates.end(), [](const auto& a, const auto& b) {
     if (a.metrics.oom_at_event.has_value() != b.metrics.oom_at_event.has_value()) return !a.metrics.oom_at_event;
     if (a.metrics.reserved_peak != b.metrics.reserved_peak) return a.metrics.reserved_peak < b.metrics.reserved_peak;
     return device_calls(a.metrics) < device_calls(b.metrics);
   });
+  for (size_t i = 0; i < advice.candidates.size() && i < 3; ++i) add_fit(advice.candidates[i]);
 
   const ReplayMetrics& now = advice.current.metrics;
   for (const auto& c : advice.candidates) {
@@ -153,10 +158,12 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
         best = i;
     }
     std::string evidence = std::to_string(advice.empty_cache_calls) +
-                           " empty_cache() calls cost device mallocs " + std::to_string(quiet.device_alloc_calls) +
-                           " -> " + std::to_string(now.device_alloc_calls) + " and frees " +
-                           std::to_string(quiet.device_free_calls) + " -> " + std::to_string(now.device_free_calls) +
-                           " (reserved peak " + format_bytes(quiet.reserved_peak) + " without them, " +
+                           " empty_cache() calls cost " + std::to_string(now.device_alloc_calls - std::min(now.device_alloc_calls, quiet.device_alloc_calls)) +
+                           " extra device mallocs and " + std::to_string(now.device_free_calls - std::min(now.device_free_calls, quiet.device_free_calls)) +
+                           " extra frees (mallocs " + std::to_string(quiet.device_alloc_calls) + " -> " +
+                           std::to_string(now.device_alloc_calls) + ", frees " + std::to_string(quiet.device_free_calls) +
+                           " -> " + std::to_string(now.device_free_calls) + ";" +
+                           " reserved peak " + format_bytes(quiet.reserved_peak) + " without them, " +
                            format_bytes(now.reserved_peak) + " with them).";
     std::string paste;
     if (best) {

@@ -18,7 +18,7 @@ const std::vector<CheckMetric>& check_metrics() {
        0.02},
       {"free_fragmentation_at_peak",
        "1 - largest free range/all free bytes when reserved peaked: how split up the free space is", true, 0.05},
-      {"device_calls", "device mallocs + frees (cudaMalloc, cudaFree, map, unmap)", false, 0.10},
+      {"device_calls", "device mallocs + frees (cudaMalloc, cudaFree, map, unmap; pool grows and trims)", false, 0.10},
       {"oom", "1 if an allocation failed (under --capacity), else 0", false, 0.0},
       {"min_fit_bytes", "smallest capacity found to fit (fit's bisection; only with --fit)", false, 0.01},
   };
@@ -33,13 +33,21 @@ const CheckMetric& check_metric(std::string_view name) {
   throw InputError("unknown metric '" + std::string(name) + "' (metrics: " + valid + ")");
 }
 
+uint64_t total_device_calls(const ReplayMetrics& m) {
+  const auto counter = [&](const char* name) {
+    const auto it = m.device_counters.find(name);
+    return it == m.device_counters.end() ? uint64_t{0} : it->second;
+  };
+  return m.device_alloc_calls + m.device_free_calls + counter("pool_grow") + counter("pool_trim");
+}
+
 MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes) {
   MetricValues v;
   v["reserved_peak"] = static_cast<double>(m.reserved_peak);
   v["overhead"] = m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak);
   v["unallocated_at_peak"] = m.fragmentation_at_peak;
   v["free_fragmentation_at_peak"] = m.free_fragmentation_at_peak;
-  v["device_calls"] = static_cast<double>(m.device_alloc_calls + m.device_free_calls);
+  v["device_calls"] = static_cast<double>(total_device_calls(m));
   v["oom"] = m.oom_at_event ? 1.0 : 0.0;
   if (min_fit_bytes) v["min_fit_bytes"] = static_cast<double>(*min_fit_bytes);
   return v;
