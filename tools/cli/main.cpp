@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   memreplay::cli::add_check_command(app);
   memreplay::cli::add_advise_command(app);
   memreplay::cli::add_export_command(app);
+  memreplay::cli::add_report_command(app);
   memreplay::cli::add_policies_command(app);
   try {
     std::vector<std::string> arguments = memreplay::cli::normalize_json_arguments(argc, argv);
