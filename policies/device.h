@@ -91,6 +91,7 @@ class Device {
   // Bytes a further malloc could still get (cudaMemGetInfo's free).
   virtual uint64_t free_memory() const = 0;
 
+  // The same object for the device's whole life (the engine keeps the reference).
   virtual const DeviceCounters& counters() const = 0;
 
   // Stream-ordered allocation from the device's one memory pool (cudaMemPoolCreate +

@@ -9,7 +9,7 @@
 namespace memreplay {
 
 ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions options)
-    : policy_(policy), device_(device), options_(std::move(options)), timeline_(options_.timeline_points) {
+    : policy_(policy), device_(device), device_counters_(device.counters()), options_(std::move(options)), timeline_(options_.timeline_points) {
   metrics_.trace_device = options_.trace_device;
   metrics_.capacity = device_.capacity();
   live_.reserve(1 << 14);
@@ -61,15 +61,26 @@ bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_tra
 void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   const uint64_t index = replay_index_++;
   ++metrics_.events;
-  if (live_.contains(event.address)) {
+  if (event.size == 0) {  // never reaches a real allocator (null pointer)
+    if (live_.contains(event.address))
+      inconsistent(trace_index, "alloc at " + hex_address(event.address) + " while a block there is still live");
+    return;
+  }
+  // One probe: the slot is claimed now and filled (or given back) once the policy answered.
+  const auto [slot, inserted] = live_.try_emplace(event.address);
+  if (!inserted) {
     inconsistent(trace_index, "alloc at " + hex_address(event.address) + " while a block there is still live");
     return;
   }
-  if (event.size == 0) {  // never reaches a real allocator (null pointer)
-    return;
+  std::optional<Block> block;
+  try {
+    block = timed_allocate(event.size, event.stream);
+  } catch (...) {
+    live_.erase(slot);
+    throw;
   }
-  const auto block = timed_allocate(event.size, event.stream);
   if (!block) {
+    live_.erase(slot);
     ++metrics_.ooms;
     if (!metrics_.oom_at_event) {
       metrics_.oom_at_event = index;
@@ -81,7 +92,8 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
     if (!options_.continue_after_oom) stopped_ = true;
     return;
   }
-  add_live(event.address, *block, event.size);
+  slot->second = LiveBlock{block->address, block->size, event.size};
+  count_live(*block, event.size);
   after_change(event.time_ns);
 }
 
@@ -108,7 +120,7 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
 }
 
 uint64_t ReplaySession::device_calls() const {
-  const auto& c = device_.counters();
+  const auto& c = device_counters_;
   return c.malloc_calls + c.free_calls + c.map_calls + c.unmap_calls + c.reserve_calls + c.release_calls +
          c.pool_grow_calls + c.pool_trim_calls + c.failed_calls;
 }
@@ -170,6 +182,10 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {
   live_.emplace(trace_address, LiveBlock{block.address, block.size, requested});
+  count_live(block, requested);
+}
+
+void ReplaySession::count_live(const Block& block, uint64_t requested) {
   allocated_ += block.size;
   requested_ += requested;
   metrics_.allocated_peak = std::max(metrics_.allocated_peak, allocated_);
@@ -177,7 +193,7 @@ void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_
 }
 
 void ReplaySession::after_change(uint64_t time_ns) {
-  const uint64_t reserved = device_.counters().reserved_bytes;
+  const uint64_t reserved = device_counters_.reserved_bytes;
   if (reserved > metrics_.reserved_peak) {
     // A new reserved peak: measure fragmentation now, from outside the policy.
     metrics_.reserved_peak = reserved;

@@ -64,6 +64,7 @@ class ReplaySession {
   void on_preexisting_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_alloc(const Event& event, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
+  void count_live(const Block& block, uint64_t requested);  // live bytes and their peaks
   void after_change(uint64_t time_ns);
   void inconsistent(uint64_t trace_index, const std::string& what);
   uint64_t device_calls() const;
@@ -72,6 +73,7 @@ class ReplaySession {
 
   Policy& policy_;
   Device& device_;
+  const DeviceCounters& device_counters_;  // read after every event: no virtual call
   ReplayOptions options_;
   ReplayMetrics metrics_;
   Timeline timeline_;
