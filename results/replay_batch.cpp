@@ -1,6 +1,10 @@
 #include "results/replay_batch.h"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <memory>
+#include <thread>
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
@@ -73,6 +77,29 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     m.device = base.device_spec;
     out.metrics.push_back(std::move(m));
   }
+  return out;
+}
+
+std::vector<TraceReplays> replay_traces(const std::vector<ReplayOptions>& traces,
+                                        const std::vector<std::string>& policy_specs, unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(1, traces.size())));
+  std::vector<TraceReplays> out(traces.size());
+  std::vector<std::exception_ptr> errors(traces.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next++) < traces.size();) try {
+        out[i] = replay_policies(traces[i], policy_specs);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

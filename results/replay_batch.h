@@ -25,5 +25,9 @@ struct ReplayLane {
 // a bad spec (naming --policy and the spec).
 TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLane>& lanes);
 TraceReplays replay_policies(const ReplayOptions& base, const std::vector<std::string>& policy_specs);
+// replay_policies for each trace, up to `threads` traces at once (0: one per hardware thread);
+// results in the order of `traces`. The first InputError of any trace is rethrown.
+std::vector<TraceReplays> replay_traces(const std::vector<ReplayOptions>& traces,
+                                        const std::vector<std::string>& policy_specs, unsigned threads = 0);
 
 }  // namespace memreplay::results

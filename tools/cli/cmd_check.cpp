@@ -124,14 +124,21 @@ void check(const CheckOptions& options) {
 
   std::vector<results::CheckCase> cases;
   std::vector<results::BaselineEntry> fresh;
-  for (size_t t = 0; t < options.traces.size(); ++t) {
+  std::vector<ReplayOptions> bases;
+  for (const auto& path : options.traces) {
     ReplayOptions base;
-    base.trace_path = options.traces[t];
+    base.trace_path = path;
     base.device_spec = options.device;
     base.capacity = capacity;
     base.trace_device = options.trace_device;
     base.lenient = options.lenient;
-    const auto replays = results::replay_policies(base, options.policies);
+    bases.push_back(base);
+  }
+  // One pass over each trace for all policies; traces in parallel (a real GPU: one at a time).
+  const auto all_replays = results::replay_traces(bases, options.policies, options.device == "sim" ? 0 : 1);
+  for (size_t t = 0; t < options.traces.size(); ++t) {
+    const ReplayOptions& base = bases[t];
+    const auto& replays = all_replays[t];
     for (size_t p = 0; p < options.policies.size(); ++p) {
       const std::string& policy = options.policies[p];
       const results::BaselineEntry* entry = compare_to_baseline ? baseline.find(trace_names[t], policy) : nullptr;
