@@ -71,6 +71,16 @@ TEST_F(ReportCommand, Gpt2GeneratePageDrawsInChromiumWithNoConsoleError) {
   }
   std::printf("report: %.2f MB, charts drawn %ld ms after navigation start (best of 3)\n", double(bytes) / 1e6, best_ms);
   EXPECT_LT(best_ms, 2000) << "target: first paint under 2 s";
+
+  // Zoomed to 200 events: every event is drawn (no downsampling), and lines are there.
+  const PageLoad zoomed = load_in_chromium(html + "#view=timeline&zoom=271700-271900", dir_.string());
+  std::smatch shown;
+  ASSERT_TRUE(std::regex_search(zoomed.body, shown, std::regex("data-timeline-shown=\"([0-9]+) 271700 271900\"")))
+      << zoomed.body;
+  EXPECT_GE(std::stol(shown[1]), 201);
+  EXPECT_LE(std::stol(shown[1]), 203);
+  EXPECT_GT(attribute(zoomed.body, "data-timeline-ink"), 1000) << zoomed.body;
+  EXPECT_EQ(attribute(zoomed.body, "data-errors"), 0);
 }
 
 TEST_F(ReportCommand, DamagedOrIncompleteTraceGetsNoReport) {

@@ -211,7 +211,8 @@
           if (key !== "x" || refilling) return;
           refilling = true;
           const min = u.scales.x.min, max = u.scales.x.max;
-          u.setData(window_(min, max, width), false);
+          // New data resets uPlot's visible index window (false would keep the old data's indices).
+          u.setData(window_(min, max, width));
           u.setScale("x", { min, max });
           refilling = false;
         }],
@@ -220,10 +221,12 @@
     // uPlot draws in a microtask: the draw hook counts the ink (evidence for the headless test that
     // lines were drawn) and marks the page finished.
     opts.hooks.draw = [(u) => {
-      const img = u.ctx.getImageData(0, 0, u.ctx.canvas.width, u.ctx.canvas.height).data;
+      // Opaque pixels inside the plot area: the series' lines (the grid is drawn nearly transparent).
+      const b = u.bbox, img = u.ctx.getImageData(b.left, b.top, Math.max(1, b.width), Math.max(1, b.height)).data;
       timelineInk = 0;
-      for (let i = 3; i < img.length; i += 16) if (img[i] > 0) timelineInk++;
+      for (let i = 3; i < img.length; i += 4) if (img[i] > 200) timelineInk++;
       document.body.dataset.timelineInk = String(timelineInk);
+      document.body.dataset.timelineShown = u.data[0].length + " " + u.scales.x.min + " " + u.scales.x.max;
       if (document.body.dataset.state === "drawing") {
         document.body.dataset.drawnMs = performance.now().toFixed(0);
         document.body.dataset.state = timelineInk > 0 ? "drawn" : "empty";
@@ -327,9 +330,12 @@
     }
   }
 
+  // #view=timeline shows one view; #zoom=FROM-TO zooms the timeline to those replayed events.
   function applyView() {
     const m = /view=(\w+)/.exec(location.hash);
     document.body.dataset.view = m ? m[1] : "all";
+    const z = /zoom=(\d+)-(\d+)/.exec(location.hash);
+    if (z && window.memreplayTimeline) window.memreplayTimeline.setScale("x", { min: Number(z[1]), max: Number(z[2]) });
   }
   window.addEventListener("hashchange", applyView);
 
