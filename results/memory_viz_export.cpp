@@ -141,11 +141,11 @@ class SnapshotBuilder {
     if (stack != 0)
       for (const auto& f : reader_.stack_frames(stack)) {
         w.begin_dict();
-        w.text("filename");
+        w.name("filename");
         w.text(f.filename);
-        w.text("line");
+        w.name("line");
         w.integer(f.line);
-        w.text("name");
+        w.name("name");
         w.text(f.name);
         w.end_dict();
       }
@@ -155,20 +155,20 @@ class SnapshotBuilder {
 
   void write_entry(PickleWriter& w, const Event& e) {
     w.begin_dict();
-    w.text("action");
-    w.text(event_kind_name(e.kind));
-    w.text("addr");
+    w.name("action");
+    w.name(event_kind_name(e.kind));
+    w.name("addr");
     w.unsigned_integer(e.address);
-    w.text("size");
+    w.name("size");
     w.unsigned_integer(e.size);
-    w.text("stream");
+    w.name("stream");
     w.unsigned_integer(e.stream);
-    w.text("time_us");
+    w.name("time_us");
     w.unsigned_integer(e.time_ns / 1000);
-    w.text("frames");
+    w.name("frames");
     write_frames(w, e.stack);
     if (e.kind == EventKind::oom) {
-      w.text("device_free");
+      w.name("device_free");
       w.unsigned_integer(e.aux);
     }
     w.end_dict();
@@ -177,15 +177,15 @@ class SnapshotBuilder {
   void write_block(PickleWriter& w, uint64_t address, uint64_t size, uint64_t requested, const char* state,
                    uint32_t stack) {
     w.begin_dict();
-    w.text("address");
+    w.name("address");
     w.unsigned_integer(address);
-    w.text("size");
+    w.name("size");
     w.unsigned_integer(size);
-    w.text("requested_size");
+    w.name("requested_size");
     w.unsigned_integer(requested);
-    w.text("state");
-    w.text(state);
-    w.text("frames");
+    w.name("state");
+    w.name(state);
+    w.name("frames");
     write_frames(w, stack);
     w.end_dict();
   }
@@ -219,7 +219,7 @@ class SnapshotBuilder {
 
       w.begin_dict();
       const auto key = [&](const char* k, uint64_t v) {
-        w.text(k);
+        w.name(k);
         w.unsigned_integer(v);
       };
       key("device", device_);
@@ -229,18 +229,18 @@ class SnapshotBuilder {
       key("active_size", active);
       key("requested_size", requested);
       key("stream", s.stream);
-      w.text("segment_type");
-      w.text(s.size <= (2u << 20) && !s.expandable ? "small" : "large");
-      w.text("segment_pool_id");
+      w.name("segment_type");
+      w.name(s.size <= (2u << 20) && !s.expandable ? "small" : "large");
+      w.name("segment_pool_id");
       w.begin_tuple();
       w.integer(0);
       w.integer(0);
       w.end_tuple();
-      w.text("is_expandable");
+      w.name("is_expandable");
       w.boolean(s.expandable);
-      w.text("frames");
+      w.name("frames");
       write_frames(w, s.stack);
-      w.text("blocks");
+      w.name("blocks");
       w.begin_list();
       for (const auto& p : pieces) write_block(w, p.address, p.size, p.requested, p.state, p.stack);
       w.end_list();

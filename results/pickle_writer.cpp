@@ -10,7 +10,7 @@ namespace {
 constexpr char kProto = '\x80', kStop = '.', kNone = 'N', kTrue = '\x88', kFalse = '\x89';
 constexpr char kBinInt = 'J', kBinInt1 = 'K', kBinInt2 = 'M', kLong1 = '\x8a', kBinFloat = 'G';
 constexpr char kBinUnicode = 'X', kEmptyDict = '}', kEmptyList = ']', kMark = '(', kSetItems = 'u';
-constexpr char kAppends = 'e', kTuple = 't', kLongBinPut = 'r', kLongBinGet = 'j';
+constexpr char kAppends = 'e', kTuple = 't', kLongBinPut = 'r', kLongBinGet = 'j', kBinGet = 'h';
 
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
@@ -64,6 +64,13 @@ void PickleWriter::text(std::string_view utf8) {
   out_.append(utf8);
 }
 
+void PickleWriter::name(std::string_view utf8) {
+  const auto it = names_.find(std::string(utf8));
+  if (it != names_.end()) return recall(it->second);
+  text(utf8);
+  names_.emplace(std::string(utf8), remember());
+}
+
 void PickleWriter::begin_dict() {
   out_.push_back(kEmptyDict);
   out_.push_back(kMark);
@@ -84,6 +91,11 @@ uint32_t PickleWriter::remember() {
 }
 
 void PickleWriter::recall(uint32_t slot) {
+  if (slot < 256) {
+    out_.push_back(kBinGet);
+    put_le(out_, slot, 1);
+    return;
+  }
   out_.push_back(kLongBinGet);
   put_le(out_, slot, 4);
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace memreplay::results {
 
@@ -19,6 +20,9 @@ class PickleWriter {
   void unsigned_integer(uint64_t value);
   void real(double value);
   void text(std::string_view utf8);
+  // A string written many times (a dict key, an action name): the first time as text, then from
+  // the memo, as Python's own pickler shares them.
+  void name(std::string_view utf8);
   // Containers: begin, the items (a dict: key, value, key, value...), end.
   void begin_dict();
   void end_dict();
@@ -36,6 +40,7 @@ class PickleWriter {
  private:
   std::string out_;
   uint32_t next_slot_ = 0;
+  std::unordered_map<std::string, uint32_t> names_;
 };
 
 }  // namespace memreplay::results

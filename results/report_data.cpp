@@ -83,16 +83,24 @@ nlohmann::json peak_json(const PeakState& peak, StackTable& stacks, const std::s
 std::string encode_series(const std::vector<uint64_t>& values) {
   std::string varints;
   varints.reserve(values.size() * 2);
-  uint64_t previous = 0;
-  for (const uint64_t v : values) {
-    const int64_t delta = static_cast<int64_t>(v - previous);
-    uint64_t zigzag = (static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63);
-    while (zigzag >= 0x80) {
-      varints.push_back(static_cast<char>((zigzag & 0x7f) | 0x80));
-      zigzag >>= 7;
+  const auto put = [&](uint64_t v) {
+    while (v >= 0x80) {
+      varints.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
     }
-    varints.push_back(static_cast<char>(zigzag));
-    previous = v;
+    varints.push_back(static_cast<char>(v));
+  };
+  uint64_t previous = 0;
+  for (size_t i = 0; i < values.size();) {
+    const int64_t delta = static_cast<int64_t>(values[i] - previous);
+    // The same delta again and again (a flat reserved line, the x axis): one entry and a count.
+    size_t run = 1;
+    while (i + run < values.size() && static_cast<int64_t>(values[i + run] - values[i + run - 1]) == delta) ++run;
+    const uint64_t zigzag = (static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63);
+    put(zigzag * 2 + (run > 1 ? 1 : 0));
+    if (run > 1) put(run - 1);
+    previous = values[i + run - 1];
+    i += run;
   }
   uLongf size = compressBound(varints.size());
   std::string packed(size, '\0');
@@ -126,8 +134,9 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < policies.size(); ++i) {
     const ReplayMetrics& m = replays.metrics[i];
-    std::vector<uint64_t> reserved, allocated;
-    for (const auto& p : m.timeline) reserved.push_back(p.reserved), allocated.push_back(p.allocated);
+    // Allocated as its excess over requested (rounding, unsplit slack): that moves rarely, so it packs small.
+    std::vector<uint64_t> reserved, slack;
+    for (const auto& p : m.timeline) reserved.push_back(p.reserved), slack.push_back(p.allocated - p.requested);
     ReplayOptions one = base;
     one.policy_spec = policies[i];
     one.timeline_points = 1;
@@ -145,7 +154,7 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
                       {"oom_at_event", m.oom_at_event ? nlohmann::json(*m.oom_at_event) : nullptr}}},
                     {"points", m.timeline.size()},
                     {"reserved", encode_series(reserved)},
-                    {"allocated", encode_series(allocated)},
+                    {"allocated_over_requested", encode_series(slack)},
                     {"peak", peak_json(peak, stacks, base.trace_path)}});
   }
 

@@ -41,21 +41,25 @@
     return t;
   }
 
-  // A packed series: base64 of zlib of zigzag LEB128 varints of the deltas (results/report_data.h).
-  function decode(b64) {
+  // A packed series (results/report_data.h, encode_series): base64 of zlib of LEB128 varints, each
+  // zigzag(delta) * 2 + run, followed by the repeat count when run is 1. `length`: values it holds.
+  function decode(b64, length) {
     const bin = atob(b64);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     const raw = fflate.unzlibSync(bytes);
-    const out = new Float64Array(raw.length);
-    let n = 0, acc = 0, cur = 0, scale = 1;
-    for (let i = 0; i < raw.length; i++) {
-      const b = raw[i];
-      cur += (b & 0x7f) * scale;
-      if (b & 0x80) { scale *= 128; continue; }
-      acc += cur % 2 === 1 ? -(cur + 1) / 2 : cur / 2;
-      out[n++] = acc;
-      cur = 0; scale = 1;
+    const out = new Float64Array(length);
+    let n = 0, acc = 0, i = 0;
+    const next = () => {
+      let v = 0, scale = 1, b;
+      do { b = raw[i++]; v += (b & 0x7f) * scale; scale *= 128; } while (b & 0x80);
+      return v;
+    };
+    while (i < raw.length && n < length) {
+      const v = next(), run = v % 2, zz = (v - run) / 2;
+      const delta = zz % 2 === 1 ? -(zz + 1) / 2 : zz / 2;
+      const times = run ? next() + 1 : 1;
+      for (let k = 0; k < times && n < length; k++) { acc += delta; out[n++] = acc; }
     }
     return out.subarray(0, n);
   }
@@ -151,13 +155,16 @@
   // ---- timeline ----
   let timelineInk = 0;
   function drawTimeline() {
-    const xs = decode(data.series.x);
-    const times = decode(data.series.time_ns);
-    const series = [{ label: "requested", values: decode(data.series.requested), stroke: "#868e96", dash: [] }];
+    const n = data.series.points;
+    const xs = decode(data.series.x, n);
+    const times = decode(data.series.time_ns, n);
+    const series = [{ label: "requested", values: decode(data.series.requested, n), stroke: "#868e96", dash: [] }];
     policies.forEach((p, i) => {
       const c = colours[i % colours.length];
-      series.push({ label: p.policy + " reserved", values: decode(p.reserved), stroke: c, dash: [] });
-      series.push({ label: p.policy + " allocated", values: decode(p.allocated), stroke: c, dash: [6, 4] });
+      const allocated = decode(p.allocated_over_requested, p.points), requested = series[0].values;
+      for (let k = 0; k < allocated.length; k++) allocated[k] += requested[k];
+      series.push({ label: p.policy + " reserved", values: decode(p.reserved, p.points), stroke: c, dash: [] });
+      series.push({ label: p.policy + " allocated", values: allocated, stroke: c, dash: [6, 4] });
     });
     for (const s of series) s.levels = pyramid(s.values);
     const full = { min: xs[0], max: xs[xs.length - 1] };
@@ -339,11 +346,18 @@
   }
   window.addEventListener("hashchange", applyView);
 
+  // How long each part took (ms since navigation start), for the report's own performance test.
+  const stages = [];
+  const stage = (name) => stages.push(name + ":" + performance.now().toFixed(0));
   try {
+    stage("script");
     drawAdvice();
     drawTimeline();
+    stage("timeline");
     drawSegmentControls();
+    stage("segments");
     drawStacks();
+    document.body.dataset.stages = stages.join(" ");
     applyView();
     document.body.dataset.state = "drawing";  // the timeline's draw hook finishes it
   } catch (e) {
