@@ -45,17 +45,17 @@ void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
   const ReplayMetrics* best = nullptr;
   for (const auto& m : rows)
     if (!m.oom_at_event && (!best || m.reserved_peak < best->reserved_peak)) best = &m;
-  std::printf("%-2s%-44s %12s %10s %12s %12s %11s %10s %8s %8s %7s %s\n", "", "policy", "reserved", "reserved",
+  std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8s %8s %7s %s\n", "", "policy", "reserved", "reserved",
               "allocated", "requested", "unallocated", "free-space", "device", "device", "retries", "OOM");
-  std::printf("%-2s%-44s %12s %10s %12s %12s %11s %10s %8s %8s %7s %s\n", "", "", "peak", "÷ requested", "peak",
+  std::printf("%-2s%-44s %12s %12s %12s %12s %11s %10s %8s %8s %7s %s\n", "", "", "÷ requested", "peak", "peak",
               "peak", "at peak (1)", "frag (2)", "mallocs", "frees", "", "");
   for (const auto& m : rows) {
     const std::string oom = m.oom_at_event ? "OOM at event " + std::to_string(*m.oom_at_event) + " (partial)" : "-";
     const double ratio = m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak);
     char ratio_text[32];
     std::snprintf(ratio_text, sizeof ratio_text, "%.3f", ratio);
-    std::printf("%-2s%-44s %12s %10s %12s %12s %11s %10s %8llu %8llu %7llu %s\n", &m == best ? "*" : "",
-                m.policy.c_str(), format_bytes(m.reserved_peak).c_str(), ratio_text,
+    std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8llu %8llu %7llu %s\n", &m == best ? "*" : "",
+                m.policy.c_str(), ratio_text, format_bytes(m.reserved_peak).c_str(),
                 format_bytes(m.allocated_peak).c_str(), format_bytes(m.requested_peak).c_str(),
                 format_percent(m.fragmentation_at_peak).c_str(), format_percent(m.free_fragmentation_at_peak).c_str(),
                 static_cast<unsigned long long>(m.device_alloc_calls),
