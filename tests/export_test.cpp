@@ -84,6 +84,38 @@ TEST_F(Export, MemoryVizSegmentsAreTiledByTheirBlocks) {
   EXPECT_EQ(output, std::to_string(out.segments) + " " + std::to_string(out.entries) + "\n");
 }
 
+// A snapshot torch 2.11 wrote on the H200 (tools/gpu_memory_viz_check.py: 5 Adam steps of 8 Linear
+// layers, an empty_cache()): imported, exported again, it gives torch's own entries back, every
+// field, and the same segments.
+TEST_F(Export, RealTorchSnapshotComesBackEntryForEntry) {
+  const std::string original = (testing::source_dir() / "tests/data/h200_torch211_snapshot.pickle.xz").string();
+  const std::string trace = path("real.mrt"), again = path("again.pickle");
+  {
+    TraceWriter writer(trace);
+    import_file(original, writer);
+  }
+  std::ofstream(again, std::ios::binary) << results::export_memory_viz(trace, 0).pickle;
+  const std::string script =
+      "import lzma,pickle,sys\n"
+      "a=pickle.load(lzma.open(sys.argv[1]));b=pickle.load(open(sys.argv[2],'rb'))\n"
+      "ta,tb=a['device_traces'][0],b['device_traces'][0]\n"
+      "assert len(ta)==len(tb),(len(ta),len(tb))\n"
+      "for i,(x,y) in enumerate(zip(ta,tb)):\n"
+      "  for k in ('action','addr','size','stream','time_us','frames'):\n"
+      "    assert x.get(k,[])==y.get(k,[]),(i,k,x.get(k),y.get(k))\n"
+      "seg=lambda d:sorted((s['address'],s['total_size'],s['stream']) for s in d['segments'])\n"
+      "assert seg(a)==seg(b)\n"
+      "print(len(ta),len(a['segments']))\n";
+  std::ofstream(path("compare.py")) << script;
+  const std::string command = "python3 " + path("compare.py") + " " + original + " " + again + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  std::string output;
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << output;
+  EXPECT_EQ(output, "977 43\n");
+}
+
 TEST_F(Export, MemoryVizRefusesATraceWithoutSegments) {
   // An RMM log has allocations but no segments.
   const std::string csv = path("rmm.csv"), trace = path("rmm.mrt");
