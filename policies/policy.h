@@ -10,6 +10,9 @@
 //   free(address, stream)    do_free returns false for an address this policy did not hand out
 //                            (or already took back): PolicyContractError, never silence
 //   adopt_block(...)         size > 0 and size >= requested
+//   allocate_in_pool(bytes, stream, pool)  as allocate(), in a private pool (a CUDA graph's or a
+//                            torch.cuda.MemPool's, as the trace names it); a policy without
+//                            private pools serves it from its one pool
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,9 @@
 #include "policies/policy_stats.h"
 
 namespace memreplay {
+
+// A memory pool as a trace names it (proto/event.h's Event::pool): 0 is the default pool.
+using PoolId = uint16_t;
 
 struct Block {
   uint64_t address = 0;
@@ -48,6 +54,17 @@ class Policy {
       ++ooms_;
     return block;
   }
+  // `pool` 0 is allocate() itself. Allocations in a private pool are served from that pool's
+  // segments only, and their blocks go back to it.
+  std::optional<Block> allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    if (pool == 0) return allocate(bytes, stream);
+    if (bytes == 0) [[unlikely]]
+      throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
+    auto block = do_allocate_in_pool(bytes, stream, pool);
+    if (!block) [[unlikely]]
+      ++ooms_;
+    return block;
+  }
   // Return a block allocate() handed out, on the stream that frees it. The block is reusable at
   // once: the engine calls this at the trace's free_completed, after any cross-stream uses ended.
   void free(uint64_t address, StreamId stream) {
@@ -56,6 +73,12 @@ class Policy {
   }
   // torch.cuda.empty_cache(): give cached memory back to the device.
   void empty_cache() { do_empty_cache(); }
+  // Private pool `pool` was released (its CUDA graphs or MemPool destroyed): PyTorch gives its
+  // cached segments back at the next release (empty_cache, the retry path). The engine calls this
+  // at the first recorded segment_free of the pool, which only a released pool's release causes.
+  void release_pool(PoolId pool) {
+    if (pool != 0) do_release_pool(pool);
+  }
 
   // Rebuilding an allocator that was already running when the trace starts (ring-buffer traces).
   // adopt_segment: a segment of `bytes` on `stream` existed before the first event; returns the
@@ -65,6 +88,12 @@ class Policy {
   std::optional<uint64_t> adopt_segment(uint64_t bytes, StreamId stream) {
     if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
     return do_adopt_segment(bytes, stream);
+  }
+  // adopt_segment() of a segment of private pool `pool` (0: the default pool, adopt_segment()).
+  std::optional<uint64_t> adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    if (pool == 0) return adopt_segment(bytes, stream);
+    if (bytes == 0) throw PolicyContractError("adopt_segment of 0 bytes");
+    return do_adopt_segment_in_pool(bytes, stream, pool);
   }
   std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
     if (size == 0 || requested > size)
@@ -90,9 +119,20 @@ class Policy {
   // False when `address` is not a block this policy handed out and has not taken back.
   virtual bool do_free(uint64_t address, StreamId stream) = 0;
   virtual void do_empty_cache() {}
+  virtual void do_release_pool(PoolId pool) { (void)pool; }
+  // Policies without private pools serve every pool from their one pool.
+  virtual std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    (void)pool;
+    return do_allocate(bytes, stream);
+  }
   virtual std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) {
     (void)bytes, (void)stream;
     return std::nullopt;
+  }
+  // Policies without private pools adopt every pool's segments into their one pool.
+  virtual std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+    (void)pool;
+    return do_adopt_segment(bytes, stream);
   }
   virtual std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                               StreamId stream) {

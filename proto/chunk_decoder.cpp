@@ -40,6 +40,12 @@ struct Span {
   size_t size() const { return static_cast<size_t>(end - begin); }
 };
 using Columns = std::array<Span, kColumns>;
+// The pool column (field 19) comes after the tables, apart from the others.
+constexpr int kPoolField = proto::Chunk::kPoolFieldNumber;
+struct ChunkColumns {
+  Columns columns;
+  Span pool;
+};
 
 bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
   uint64_t result = 0;
@@ -57,8 +63,10 @@ bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
 // Splits a serialized Chunk into its packed columns and the bytes of every other field, which
 // protobuf then parses (they are small: tables and scalars). Columns must be packed and appear
 // once, as every protobuf serializer writes them. Returns an error, or nullptr.
-const char* split_chunk(std::string_view bytes, Columns& columns, std::string& other_fields) {
+const char* split_chunk(std::string_view bytes, ChunkColumns& split, std::string& other_fields) {
+  Columns& columns = split.columns;
   columns = {};
+  split.pool = {};
   other_fields.clear();
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const uint8_t* const end = p + bytes.size();
@@ -79,6 +87,10 @@ const char* split_chunk(std::string_view bytes, Columns& columns, std::string& o
       if ((tag & 7) != 2) return "chunk has an unpacked column";
       if (columns[column].begin != nullptr) return "chunk has a column twice";
       columns[column] = Span{p, p + length};
+    } else if ((tag >> 3) == kPoolField) {
+      if ((tag & 7) != 2) return "chunk has an unpacked column";
+      if (split.pool.begin != nullptr) return "chunk has a column twice";
+      split.pool = Span{p, p + length};
     } else {
       other_fields.append(reinterpret_cast<const char*>(field_start),
                           static_cast<size_t>(p + length - field_start));
@@ -154,6 +166,7 @@ void decode_rows(const uint8_t* kinds, ColumnReaders& r, uint64_t time, Event* e
     e.stack = static_cast<uint32_t>(r[kStack].next<kChecked>());
     e.flags = kHasFlags ? static_cast<uint32_t>(r[kFlags].next<kChecked>()) : 0;
     e.aux = kHasAux ? r[kAux].next<kChecked>() : 0;
+    e.pool = kDefaultPool;  // decode_pools() sets it where the chunk has a pool column
   };
   for (size_t i = 0; i < n;) {
     size_t run = n - i;
@@ -190,6 +203,19 @@ std::optional<std::string> check_tables(const proto::Chunk& c) {
     for (uint32_t id : a.values())
       if (id >= string_end) return "annotation value string id out of range";
   }
+  return std::nullopt;
+}
+
+// The pool column, where there is one: one value per event, each a pool id (<= 65535).
+std::optional<std::string> decode_pools(Span column, const proto::Chunk& chunk, std::vector<Event>& out) {
+  const uint8_t* p = column.begin;
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t pool = 0;
+    if (!read_varint(p, column.end, pool)) return std::string("column pool does not hold one value per event");
+    if (pool > 0xffff) return at_event(chunk, i, "pool id " + std::to_string(pool) + " out of range");
+    out[i].pool = static_cast<uint16_t>(pool);
+  }
+  if (p != column.end) return std::string("column pool does not hold one value per event");
   return std::nullopt;
 }
 
@@ -246,11 +272,13 @@ std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& 
 
 std::optional<std::string> ChunkDecoder::decode(std::string_view bytes, proto::Chunk& chunk,
                                                 std::vector<Event>& events) {
-  Columns columns;
+  ChunkColumns columns;
   if (const char* error = split_chunk(bytes, columns, other_fields_)) return error;
   if (!chunk.ParseFromString(other_fields_)) return "chunk does not parse";
   if (auto error = check_tables(chunk)) return error;
-  return decode_columns(columns, chunk, events);
+  if (auto error = decode_columns(columns.columns, chunk, events)) return error;
+  if (columns.pool.begin != nullptr) return decode_pools(columns.pool, chunk, events);
+  return std::nullopt;
 }
 
 }  // namespace memreplay

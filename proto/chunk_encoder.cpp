@@ -115,12 +115,14 @@ void ChunkEncoder::add_row(const Event& e, uint64_t aux) {
   columns_[kStack].put(e.stack);
   columns_[kFlags].put(e.flags);
   columns_[kAux].put(aux);
+  columns_[kPool].put(e.pool);
   previous_time_ = e.time_ns;
   previous_address_ = e.address;
   min_time_ = std::min(min_time_, e.time_ns);
   max_time_ = std::max(max_time_, e.time_ns);
   has_flags_ |= e.flags != 0;
   has_aux_ |= aux != 0;
+  has_pool_ |= e.pool != kDefaultPool;
   ++events_per_kind_[static_cast<uint32_t>(e.kind)];
   ++events_;
 }
@@ -140,9 +142,9 @@ std::string_view ChunkEncoder::encode(ChunkSummary& summary) {
   wire::scalar(encoded_, first_event, first_event_);
   wire::scalar(encoded_, base_time_ns, events_ ? base_time_ : 0);
   if (events_ > 0) {
-    static constexpr uint32_t kFields[kColumns] = {kind, time_delta, device, stream, address_delta,
+    static constexpr uint32_t kFields[kPool] = {kind, time_delta, device, stream, address_delta,
                                                    size, stack, flags, aux};
-    for (int column = kKind; column < kColumns; ++column) {
+    for (int column = kKind; column < kPool; ++column) {
       // All-zero flags and aux columns are left out (the format allows it): most events have neither.
       if ((column == kFlags && !has_flags_) || (column == kAux && !has_aux_)) continue;
       wire::bytes(encoded_, kFields[column], columns_[column].bytes());
@@ -155,6 +157,7 @@ std::string_view ChunkEncoder::encode(ChunkSummary& summary) {
   wire::scalar(encoded_, first_stack_id, first_stack_);
   encoded_ += new_stacks_;
   encoded_ += annotations_;
+  if (events_ > 0 && has_pool_) wire::bytes(encoded_, chunk_field::pool, columns_[kPool].bytes());
 
   first_event_ += events_;
   events_ = 0;
@@ -164,7 +167,7 @@ std::string_view ChunkEncoder::encode(ChunkSummary& summary) {
   first_string_ = string_count();
   first_frame_ = frame_count();
   first_stack_ = stack_count() + 1;
-  has_flags_ = has_aux_ = false;
+  has_flags_ = has_aux_ = has_pool_ = false;
   return encoded_;
 }
 

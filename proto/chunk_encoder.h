@@ -2,9 +2,9 @@
 // files goes through it (via TraceEncoder, trace_encoder.h), so the event columns, their delta
 // encoding and the interning are written in one place, the way trace.proto's Chunk describes them:
 //
-//   columns   kind, time_delta, device, stream, address_delta, size, stack, flags, aux: one value
-//             per event, packed varints (zigzag for the two deltas); flags and aux left out when
-//             all zero in the chunk
+//   columns   kind, time_delta, device, stream, address_delta, size, stack, flags, aux, pool: one
+//             value per event, packed varints (zigzag for the two deltas); flags, aux and pool left
+//             out when all zero in the chunk
 //   tables    strings, frames and stacks are interned file-wide; a chunk carries the entries first
 //             used since the previous chunk, with ids continuing from there (stack ids from 1)
 //   annotations  one per annotation event, in order; that event's aux is its index in the chunk
@@ -87,7 +87,8 @@ class ChunkEncoder {
     std::string bytes_;
     size_t used_ = 0;
   };
-  enum ColumnIndex { kKind, kTimeDelta, kDevice, kStream, kAddressDelta, kSize, kStack, kFlags, kAux, kColumns };
+  // kPool is field 19, written after the tables (protobuf's order is by field number).
+  enum ColumnIndex { kKind, kTimeDelta, kDevice, kStream, kAddressDelta, kSize, kStack, kFlags, kAux, kPool, kColumns };
 
   struct FrameKey {
     uint32_t filename, line, name;
@@ -123,7 +124,7 @@ class ChunkEncoder {
   uint64_t first_event_ = 0;
   uint64_t base_time_ = 0, previous_time_ = 0, previous_address_ = 0;
   uint64_t min_time_ = 0, max_time_ = 0;
-  bool has_flags_ = false, has_aux_ = false;
+  bool has_flags_ = false, has_aux_ = false, has_pool_ = false;
   uint32_t first_string_ = 0, first_frame_ = 0, first_stack_ = 1;
   std::string encoded_, scratch_;
 

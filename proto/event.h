@@ -49,8 +49,15 @@ enum EventFlag : uint32_t {
   kInferred = 1u << 2,
 };
 
+// Pool ids: 0 is the allocator's default pool; a private pool (a CUDA graph's, a
+// torch.cuda.MemPool) gets a small id of its own, named in the header's pool table.
+inline constexpr uint16_t kDefaultPool = 0;
+
 struct Event {
   EventKind kind = EventKind::alloc;
+  // The pool of an alloc or segment event (kDefaultPool for every other kind). Fits the padding
+  // after `kind`, so an Event stays 56 bytes.
+  uint16_t pool = kDefaultPool;
   uint32_t device = 0;
   uint64_t time_ns = 0;
   uint64_t stream = 0;   // raw stream handle as the program saw it; 0 = legacy default stream

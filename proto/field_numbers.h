@@ -10,7 +10,11 @@ namespace memreplay::format {
 
 namespace header_field {
 enum : uint32_t { format_major = 1, format_minor = 2, source = 3, source_file = 4, capture_time_ns = 5,
-                  command_line = 6, pid = 7, devices = 8, allocator_settings = 9, producer = 10, starts_mid_run = 11 };
+                  command_line = 6, pid = 7, devices = 8, allocator_settings = 9, producer = 10, starts_mid_run = 11,
+                  pools = 12 };
+}
+namespace pool_field {
+enum : uint32_t { id = 1, kind = 2, torch_id_first = 3, torch_id_second = 4, name = 5 };
 }
 namespace device_field {
 enum : uint32_t { index = 1, name = 2, total_memory = 3 };
@@ -27,7 +31,9 @@ enum : uint32_t { first_event = 1, base_time_ns = 2,
                   flags = 10, aux = 11,
                   // the interning tables and annotations
                   first_string_id = 12, strings = 13, first_frame_id = 14, frames = 15, first_stack_id = 16,
-                  stacks = 17, annotations = 18 };
+                  stacks = 17, annotations = 18,
+                  // the pool column, apart from the others: added in format 1.1
+                  pool = 19 };
 }
 namespace frame_field {
 enum : uint32_t { filename = 1, line = 2, name = 3 };

@@ -18,7 +18,12 @@ static_assert(same(Header::kFormatMajorFieldNumber, h::format_major) && same(Hea
               same(Header::kCommandLineFieldNumber, h::command_line) && same(Header::kPidFieldNumber, h::pid) &&
               same(Header::kDevicesFieldNumber, h::devices) &&
               same(Header::kAllocatorSettingsFieldNumber, h::allocator_settings) &&
-              same(Header::kProducerFieldNumber, h::producer) && same(Header::kStartsMidRunFieldNumber, h::starts_mid_run));
+              same(Header::kProducerFieldNumber, h::producer) && same(Header::kStartsMidRunFieldNumber, h::starts_mid_run) &&
+              same(Header::kPoolsFieldNumber, h::pools));
+static_assert(same(proto::PoolInfo::kIdFieldNumber, pool_field::id) && same(proto::PoolInfo::kKindFieldNumber, pool_field::kind) &&
+              same(proto::PoolInfo::kTorchIdFirstFieldNumber, pool_field::torch_id_first) &&
+              same(proto::PoolInfo::kTorchIdSecondFieldNumber, pool_field::torch_id_second) &&
+              same(proto::PoolInfo::kNameFieldNumber, pool_field::name));
 static_assert(same(proto::DeviceInfo::kIndexFieldNumber, device_field::index) &&
               same(proto::DeviceInfo::kNameFieldNumber, device_field::name) &&
               same(proto::DeviceInfo::kTotalMemoryFieldNumber, device_field::total_memory));
@@ -34,7 +39,7 @@ static_assert(same(Chunk::kFirstEventFieldNumber, c::first_event) && same(Chunk:
 static_assert(same(Chunk::kFirstStringIdFieldNumber, c::first_string_id) && same(Chunk::kStringsFieldNumber, c::strings) &&
               same(Chunk::kFirstFrameIdFieldNumber, c::first_frame_id) && same(Chunk::kFramesFieldNumber, c::frames) &&
               same(Chunk::kFirstStackIdFieldNumber, c::first_stack_id) && same(Chunk::kStacksFieldNumber, c::stacks) &&
-              same(Chunk::kAnnotationsFieldNumber, c::annotations));
+              same(Chunk::kAnnotationsFieldNumber, c::annotations) && same(Chunk::kPoolFieldNumber, c::pool));
 static_assert(same(proto::Frame::kFilenameFieldNumber, frame_field::filename) &&
               same(proto::Frame::kLineFieldNumber, frame_field::line) &&
               same(proto::Frame::kNameFieldNumber, frame_field::name));

@@ -54,6 +54,15 @@ std::string encode_header(const TraceHeaderFields& h) {
   }
   wire::text(out, producer, h.producer.empty() ? std::string(kProducer) : wire::valid_utf8(h.producer));
   wire::scalar(out, starts_mid_run, h.starts_mid_run ? 1 : 0);
+  for (const TraceHeaderFields::Pool& p : h.pools) {
+    std::string pool;
+    wire::scalar(pool, pool_field::id, p.id);
+    wire::text(pool, pool_field::kind, wire::valid_utf8(p.kind));
+    wire::scalar(pool, pool_field::torch_id_first, p.torch_id_first);
+    wire::scalar(pool, pool_field::torch_id_second, p.torch_id_second);
+    wire::text(pool, pool_field::name, wire::valid_utf8(p.name));
+    wire::bytes(out, pools, pool);
+  }
   return out;
 }
 

@@ -52,6 +52,14 @@ struct TraceHeaderFields {
   std::map<std::string, std::string> allocator_settings;
   std::string producer;
   bool starts_mid_run = false;
+  // trace.proto's PoolInfo: the private pools events name (Event::pool); the default pool is not listed.
+  struct Pool {
+    uint32_t id = 0;
+    std::string kind;  // "graph", "mempool", "unknown"
+    uint64_t torch_id_first = 0, torch_id_second = 0;
+    std::string name;
+  };
+  std::vector<Pool> pools;
 };
 
 struct TraceEncoderOptions {

@@ -22,6 +22,9 @@ struct ReplayOptions {
   // Time every allocate/free and split the latencies into served-from-cache and
   // needed-a-device-call (costs two clock reads per operation; for real-GPU runs).
   bool time_operations = false;
+  // Check the trace's pool assignment (pool_consistency.h): run_replay sets it for traces whose
+  // header names private pools.
+  bool check_pools = false;
 };
 
 }  // namespace memreplay

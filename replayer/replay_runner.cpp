@@ -27,7 +27,9 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
     throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
 
-  ReplaySession session(*policy, *device, options);
+  ReplayOptions session_options = options;
+  session_options.check_pools = options.check_pools || reader.header().pools_size() > 0;
+  ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
   while (reader.next_batch(batch)) {

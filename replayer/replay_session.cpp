@@ -25,17 +25,37 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
   if (stopped_ || event.device != options_.trace_device) return !stopped_;
   switch (event.kind) {
     case EventKind::alloc:
-      if (event.has_flag(kPreexisting))
-        on_preexisting_alloc(event, trace_index);
-      else
-        on_alloc(event, trace_index);
+      if (event.flags != 0) [[unlikely]] {
+        if (event.has_flag(kFailed)) break;  // a device call that failed: nothing became live
+        if (event.has_flag(kPreexisting)) {
+          on_preexisting_alloc(event, trace_index);
+          break;
+        }
+      }
+      on_alloc(event, trace_index);
       break;
     case EventKind::free_completed:
+      if (event.flags & kFailed) [[unlikely]]
+        break;
       on_free(event, trace_index);
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
+      if (event.flags & kFailed) [[unlikely]]
+        break;
+      if (options_.check_pools) pools_.on_segment(event);
       if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
+      break;
+    case EventKind::segment_free:
+    case EventKind::segment_unmap:
+      if (event.flags & kFailed) [[unlikely]]
+        break;
+      if (options_.check_pools) pools_.on_segment(event);
+      if (event.pool != kDefaultPool) [[unlikely]] {
+        // A private pool's segment goes back only once the pool is released: so is it now.
+        policy_.release_pool(event.pool);
+        after_change(event.time_ns);
+      }
       break;
     case EventKind::empty_cache:
       policy_.empty_cache();
@@ -66,6 +86,8 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
       inconsistent(trace_index, "alloc at " + hex_address(event.address) + " while a block there is still live");
     return;
   }
+  if (options_.check_pools) [[unlikely]]
+    if (auto problem = pools_.on_alloc(event)) return inconsistent(trace_index, *problem);
   // One probe: the slot is claimed now and filled (or given back) once the policy answered.
   const auto [slot, inserted] = live_.try_emplace(event.address);
   if (!inserted) {
@@ -74,7 +96,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   std::optional<Block> block;
   try {
-    block = timed_allocate(event.size, event.stream);
+    block = timed_allocate(event.size, event.stream, event.pool);
   } catch (...) {
     live_.erase(slot);
     throw;
@@ -106,6 +128,8 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
     inconsistent(trace_index, "free_completed of " + hex_address(event.address) + ", which is not a live block");
     return;
   }
+  if (options_.check_pools) [[unlikely]]
+    if (auto problem = pools_.on_free(event)) return inconsistent(trace_index, *problem);
   const LiveBlock block = it->second;
   allocated_ -= block.size;
   requested_ -= block.requested;
@@ -125,11 +149,11 @@ uint64_t ReplaySession::device_calls() const {
          c.pool_grow_calls + c.pool_trim_calls + c.failed_calls;
 }
 
-std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stream) {
-  if (!options_.time_operations) return policy_.allocate(bytes, stream);
+std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
+  if (!options_.time_operations) return pool == 0 ? policy_.allocate(bytes, stream) : policy_.allocate_in_pool(bytes, stream, pool);
   const uint64_t calls_before = device_calls();
   const auto start = std::chrono::steady_clock::now();
-  auto block = policy_.allocate(bytes, stream);
+  auto block = policy_.allocate_in_pool(bytes, stream, pool);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   (device_calls() == calls_before ? allocate_cached_ : allocate_device_).record(static_cast<uint64_t>(ns.count()));
   return block;
@@ -146,10 +170,10 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
 
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
   if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
-  const auto policy_address = policy_.adopt_segment(event.size, event.stream);
+  const auto policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
   ++metrics_.preexisting_segments;
   if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
-  after_change(event.time_ns);
+  // No metrics until the starting state is whole: its blocks are adopted next.
 }
 
 void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_index) {
@@ -171,13 +195,13 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
       }
     }
   }
-  if (!block) block = policy_.allocate(event.size, event.stream);
+  if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
   if (!block) {
     inconsistent(trace_index, "the state the trace starts in does not fit on this device");
     return;
   }
   add_live(event.address, *block, event.size);
-  after_change(event.time_ns);
+  // No metrics until the starting state is whole (after_change at the first recorded event).
 }
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {

@@ -2,14 +2,22 @@
 // measures.
 //
 // Semantics (what real allocators see):
-//   alloc           -> policy.allocate(size, stream); size 0 is skipped (a null pointer)
+//   alloc           -> policy.allocate(size, stream), or allocate_in_pool() for an event in a
+//                      private pool; size 0 is skipped (a null pointer)
 //   free_completed  -> policy.free(block, the event's stream): the block is reusable from this
 //                      moment. A free_requested whose completion waits on record_stream events
 //                      stays live until then.
 //   empty_cache     -> policy.empty_cache()
 //   event_record / stream_wait_event -> policy.on_stream_event()
 //   kPreexisting segment_alloc / alloc (traces that start mid-run) -> policy.adopt_segment/_block
+//   segment_free / segment_unmap of a private pool -> policy.release_pool(pool): only a released
+//                      pool's segments are freed (live traces know a freed segment's pool)
 //   segment_*, oom, snapshot, annotation, free_requested: recorded outcomes, not replayed.
+//   kFailed events (a device call that failed, from the interposer): nothing became live.
+// Metrics are first taken after the rebuilt starting state is whole (the first recorded event), never
+// between adopted segments and the blocks adopted into them.
+// With options.check_pools, an alloc inside no live segment of its pool and a free into another
+// pool are inconsistent events (pool_consistency.h).
 // A PolicyContractError from the policy (a free it refuses) is an InputError naming the event
 // index, or counted and skipped under lenient, as any inconsistent event.
 // Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
@@ -30,6 +38,7 @@
 #include "proto/event.h"
 #include "replayer/latency_histogram.h"
 #include "replayer/metrics.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/replay_options.h"
 #include "replayer/timeline.h"
 
@@ -68,7 +77,7 @@ class ReplaySession {
   void after_change(uint64_t time_ns);
   void inconsistent(uint64_t trace_index, const std::string& what);
   uint64_t device_calls() const;
-  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream);
+  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool);
   void timed_free(uint64_t address, StreamId stream);
 
   Policy& policy_;
@@ -85,6 +94,7 @@ class ReplaySession {
   uint64_t requested_ = 0;
   uint64_t replay_index_ = 0;  // alloc + free_completed events seen
   bool stopped_ = false;
+  PoolConsistency pools_;  // used with options_.check_pools
   LatencyHistogram allocate_cached_, allocate_device_, free_cached_, free_device_;
   std::chrono::steady_clock::duration elapsed_{};
 };

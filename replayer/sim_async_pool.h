@@ -8,7 +8,8 @@
 // Physical memory. The pool is one range of addresses that grows at its top by whole chunks of
 // kChunkBytes (32 MiB): only the shortfall of the request over the free range at the top (if
 // any) is new memory, so a large request spans several chunks. Allocations are kAlignment-aligned
-// and placed best fit: the smallest free range that holds the aligned size, the lowest address
+// (a request of at least kLargeRequestBytes takes a span rounded up to kLargeRounding) and placed
+// best fit: the smallest free range that holds the aligned size, the lowest address
 // on a tie, taking the range's front. Freed ranges merge with free neighbours that the same
 // streams may reuse. UsedMem counts the bytes asked for (the live runs' UsedMemHigh equals
 // PyTorch's requested peak to the byte); ReservedMem counts chunk bytes.
@@ -53,6 +54,9 @@ class SimAsyncPool {
  public:
   static constexpr uint64_t kChunkBytes = 32ull << 20;
   static constexpr uint64_t kAlignment = 512;
+  // Requests of 2 MiB or more take whole MiBs (fitted to the live runs: sim_async_pool.cpp).
+  static constexpr uint64_t kLargeRequestBytes = 2ull << 20;
+  static constexpr uint64_t kLargeRounding = 1ull << 20;
 
   // The pool's addresses start at `base_address` and grow upwards (one chunk after another).
   explicit SimAsyncPool(uint64_t base_address);

@@ -13,7 +13,23 @@ void TraceSummarizer::add_one(const Event& event, uint64_t index) {
   DeviceSummary& s = state.summary;
   if (!second_pass_) {
     s.device = event.device;
-    ++state.kind_counts[static_cast<size_t>(event.kind)];
+    const auto kind = static_cast<size_t>(event.kind);
+    if (event.has_flag(kPreexisting)) {
+      if (event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map) {
+        ++s.starting_state.segments;
+        s.starting_state.segment_bytes += event.size;
+      } else if (event.kind == EventKind::alloc) {
+        ++s.starting_state.blocks;
+        s.starting_state.block_bytes += event.size;
+      }
+    } else if (event.has_flag(kInferred)) {
+      ++state.inferred_counts[kind];
+    } else if (event.has_flag(kFailed)) {
+      ++state.failed_counts[kind];
+    } else {
+      ++state.kind_counts[kind];
+    }
+    if (event.kind == EventKind::alloc && !event.has_flag(kFailed)) ++s.allocs_per_pool[event.pool];
     if (event.kind == EventKind::alloc || event.kind == EventKind::free_requested ||
         event.kind == EventKind::free_completed || event.kind == EventKind::segment_alloc)
       s.streams.insert(event.stream);
@@ -22,6 +38,7 @@ void TraceSummarizer::add_one(const Event& event, uint64_t index) {
       s.last_time_ns = std::max(s.last_time_ns, event.time_ns);
     }
   }
+  if (event.has_flag(kFailed)) return;  // the call failed: nothing became live or was freed
   if (event.kind == EventKind::alloc) {
     if (state.live.try_emplace(event.address, Live{event.size, event.stack}).second)
       state.live_bytes += event.size;
@@ -66,10 +83,12 @@ std::vector<DeviceSummary> TraceSummarizer::finish() {
               [](const StackShare& a, const StackShare& b) { return a.bytes > b.bytes; });
     if (shares.size() > top_stacks_) shares.resize(top_stacks_);
     state.summary.top_stacks_at_peak = std::move(shares);
-    for (int kind = 1; kind < kEventKindCount; ++kind)
-      if (state.kind_counts[kind] != 0)
-        state.summary.events_per_kind[std::string(event_kind_name(static_cast<EventKind>(kind)))] =
-            state.kind_counts[kind];
+    for (int kind = 1; kind < kEventKindCount; ++kind) {
+      const std::string name(event_kind_name(static_cast<EventKind>(kind)));
+      if (state.kind_counts[kind] != 0) state.summary.events_per_kind[name] = state.kind_counts[kind];
+      if (state.inferred_counts[kind] != 0) state.summary.inferred_per_kind[name] = state.inferred_counts[kind];
+      if (state.failed_counts[kind] != 0) state.summary.failed_per_kind[name] = state.failed_counts[kind];
+    }
     result.push_back(std::move(state.summary));
   }
   return result;

@@ -1,5 +1,10 @@
 // What `memreplay info` reports about a trace: events per kind, devices, streams, duration, and the
 // peak of live requested bytes (the policy-independent lower bound) with the stacks live there.
+//
+// Events per kind count what was recorded, exactly as the source's own entries (a snapshot's
+// actions): the rebuilt starting state of a trace that starts mid-run (kPreexisting events) and
+// events an importer inferred (kInferred) are counted apart, and a device call that failed
+// (kFailed, from the interposer) is counted apart and never live.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +37,15 @@ struct DeviceSummary {
   uint64_t peak_event = 0;  // index in the whole trace of the event that reached the peak
   uint64_t peak_time_ns = 0;
   std::vector<StackShare> top_stacks_at_peak;  // largest first
+  // The rebuilt state at the first kept entry (kPreexisting events), apart from the recorded ones.
+  struct StartingState {
+    uint64_t segments = 0, segment_bytes = 0;  // cudaMalloc segments and mapped expandable ranges
+    uint64_t blocks = 0, block_bytes = 0;      // live blocks, requested bytes
+  } starting_state;
+  std::map<std::string, uint64_t> inferred_per_kind;  // kInferred events (e.g. empty_cache)
+  std::map<std::string, uint64_t> failed_per_kind;    // kFailed events: device calls that failed
+  // Allocations per pool (0 = default), for traces with private pools.
+  std::map<uint32_t, uint64_t> allocs_per_pool;
 };
 
 // Two passes over the same events: the first finds each device's peak, the second collects the
@@ -54,7 +68,7 @@ class TraceSummarizer {
     std::unordered_map<uint64_t, Live> live;
     uint64_t live_bytes = 0;
     bool captured = false;
-    std::array<uint64_t, kEventKindCount> kind_counts{};
+    std::array<uint64_t, kEventKindCount> kind_counts{}, inferred_counts{}, failed_counts{};
     std::unordered_map<uint32_t, StackShare> stacks_at_peak;
   };
   void add_one(const Event& event, uint64_t index);

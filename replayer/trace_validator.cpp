@@ -16,6 +16,7 @@ void TraceValidator::report(uint64_t index, const std::string& kind, const std::
 
 void TraceValidator::add_one(const Event& event, uint64_t index) {
   DeviceState& state = devices_[event.device];
+  if (event.has_flag(kFailed)) return;  // a device call that failed: nothing changed
   if (event.time_ns != 0) {
     if (event.time_ns < state.last_time_ns)
       report(index, "time_backwards",
@@ -43,8 +44,16 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
         return;
       }
       state.live.emplace(event.address, event.size);
+      if (check_pools_)
+        if (auto problem = state.pools.on_alloc(event)) report(index, "pool_mismatch", *problem);
       break;
     }
+    case EventKind::segment_alloc:
+    case EventKind::segment_map:
+    case EventKind::segment_free:
+    case EventKind::segment_unmap:
+      if (check_pools_) state.pools.on_segment(event);
+      break;
     case EventKind::free_requested:
       if (!state.live.contains(event.address))
         report(index, "free_unknown_address", "free_requested of " + hex_address(event.address) + ", which is not live");
@@ -52,6 +61,8 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
     case EventKind::free_completed:
       if (state.live.erase(event.address) == 0)
         report(index, "free_unknown_address", "free_completed of " + hex_address(event.address) + ", which is not live");
+      else if (check_pools_)
+        if (auto problem = state.pools.on_free(event)) report(index, "pool_mismatch", *problem);
       break;
     default:
       break;

@@ -14,9 +14,10 @@ namespace {
 // The encoders write every field of trace.proto; a field added there needs them (and
 // TraceHeaderFields, and TraceWriter's copy of the header) to learn it first.
 TEST(TraceSchema, HasNoFieldTheEncodersDoNotWrite) {
-  EXPECT_EQ(proto::TraceHeader::descriptor()->field_count(), 11);
+  EXPECT_EQ(proto::TraceHeader::descriptor()->field_count(), 12);
+  EXPECT_EQ(proto::PoolInfo::descriptor()->field_count(), 5);
   EXPECT_EQ(proto::DeviceInfo::descriptor()->field_count(), 3);
-  EXPECT_EQ(proto::Chunk::descriptor()->field_count(), 18);
+  EXPECT_EQ(proto::Chunk::descriptor()->field_count(), 19);
   EXPECT_EQ(proto::Frame::descriptor()->field_count(), 3);
   EXPECT_EQ(proto::Stack::descriptor()->field_count(), 1);
   EXPECT_EQ(proto::Annotation::descriptor()->field_count(), 2);
@@ -86,6 +87,28 @@ TEST(ChunkEncoder, WritesWhatProtobufWritesForTheSameChunk) {
   EXPECT_EQ(encoder.encode(summary), second.SerializeAsString());
   EXPECT_EQ(summary.first_event, 2u);
   EXPECT_FALSE(encoder.pending());
+
+  // The third chunk: a pool column (field 19, after the tables), since one event is in a pool.
+  encoder.add(Event{.kind = EventKind::alloc, .pool = 3, .time_ns = 8, .address = 64, .size = 1});
+  encoder.add(Event{.kind = EventKind::free_completed, .time_ns = 9, .address = 64});
+  proto::Chunk third;
+  third.set_first_event(3);
+  third.set_base_time_ns(8);
+  third.set_first_string_id(5);
+  third.set_first_frame_id(2);
+  third.set_first_stack_id(3);
+  for (const auto& [kind, dt, da, size, pool] :
+       {std::tuple{1u, int64_t{0}, int64_t{64}, 1u, 3u}, std::tuple{3u, int64_t{1}, int64_t{0}, 0u, 0u}}) {
+    third.add_kind(kind);
+    third.add_time_delta(dt);
+    third.add_device(0);
+    third.add_stream(0);
+    third.add_address_delta(da);
+    third.add_size(size);
+    third.add_stack(0);
+    third.add_pool(pool);
+  }
+  EXPECT_EQ(encoder.encode(summary), third.SerializeAsString());
 }
 
 }  // namespace

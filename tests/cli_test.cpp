@@ -41,6 +41,36 @@ fs::path scratch(const std::string& name) {
 
 std::string bundled(const std::string& name) { return (testing::source_dir() / "traces" / name).string(); }
 
+// A trace whose pool assignment is inconsistent (issue 10's bad input): an allocation of pool 1
+// inside a segment of the default pool. replay and validate name the event and exit 2; replay
+// --lenient counts and skips it.
+TEST(Cli, InconsistentPoolAssignmentIsRefusedWithTheEventIndex) {
+  const auto trace = scratch("bad_pools.mrt");
+  {
+    TraceWriter writer(trace.string());
+    proto::TraceHeader header;
+    header.set_source("api");
+    proto::PoolInfo* pool = header.add_pools();
+    pool->set_id(1);
+    pool->set_kind("mempool");
+    writer.begin(header);
+    writer.append(Event{.kind = EventKind::segment_alloc, .time_ns = 1, .address = 0x100000, .size = 2 << 20});
+    writer.append(Event{.kind = EventKind::alloc, .time_ns = 2, .address = 0x100000, .size = 4096});
+    writer.append(Event{.kind = EventKind::alloc, .pool = 1, .time_ns = 3, .address = 0x101000, .size = 4096});
+    writer.finish();
+  }
+  auto r = run_cli("replay " + trace.string() + " --policy pytorch");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("event 2: alloc in pool 1 at 0x101000 lies in a segment of pool 0"), std::string::npos)
+      << r.output;
+  r = run_cli("validate " + trace.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("event 2: alloc in pool 1"), std::string::npos) << r.output;
+  r = run_cli("replay " + trace.string() + " --policy pytorch --lenient --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["skipped_events"], 1) << r.output;
+}
+
 TEST(Cli, ImportInfoReplayOnABundledRealTrace) {
   const auto trace = scratch("multistream.mrt");
   auto r = run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string());

@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "replayer/replay_runner.h"
+#include "replayer/trace_summary.h"
+#include "replayer/trace_validator.h"
 #include "tests/test_support.h"
 
 extern char** environ;
@@ -194,6 +197,38 @@ TEST_F(Interposer, MallocsCanBeRecordedAsTheProgramsAllocations) {
   EXPECT_EQ(t.events[0].kind, EventKind::alloc);
   EXPECT_EQ(t.events[10].kind, EventKind::free_completed);
   EXPECT_EQ(t.events[10].size, 1000u);
+}
+
+// The app's deliberately failing 2 TiB cudaMalloc, recorded as the program's allocation: flagged
+// failed, and never live (issue 10): info's peak is the real allocations', no policy runs out of
+// memory on it, validate finds nothing wrong.
+TEST_F(Interposer, AFailedMallocIsNeverReplayedAsALiveAllocation) {
+  const Result r = run_app(path("t.mrt"), {{"MEMREPLAY_MALLOC_EVENTS", "alloc"}}, 1, 1);
+  ASSERT_TRUE(r.ok()) << r.err;
+  const auto events = TraceReader::read_all(path("t.mrt"));
+  ASSERT_GT(events.size(), 2u);
+  ASSERT_EQ(events[1].kind, EventKind::alloc);
+  ASSERT_TRUE(events[1].has_flag(kFailed));
+  ASSERT_EQ(events[1].size, 1ull << 41);
+  TraceSummarizer summarizer;
+  summarizer.add(events, 0);
+  summarizer.start_second_pass();
+  summarizer.add(events, 0);
+  const auto devices = summarizer.finish();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_LT(devices[0].peak_requested_bytes, 1ull << 30);
+  EXPECT_EQ(devices[0].failed_per_kind.at("alloc"), 1u);
+  TraceValidator validator;
+  validator.add(events, 0);
+  EXPECT_EQ(validator.problem_count(), 0u);
+  for (const char* policy : {"pytorch", "passthrough", "cuda_async"}) {
+    ReplayOptions request;
+    request.trace_path = path("t.mrt");
+    request.policy_spec = policy;
+    const ReplayMetrics m = run_replay(request);
+    EXPECT_FALSE(m.oom_at_event.has_value()) << policy;
+    EXPECT_LT(m.requested_peak, 1ull << 30) << policy;
+  }
 }
 
 TEST_F(Interposer, UnwritableOutputLeavesTheProgramUnharmed) {

@@ -49,6 +49,8 @@ inline proto::TraceHeader sample_header() {
     allocator_settings { key: "max_split_size" value: "-1" }
     producer: "a test"
     starts_mid_run: true
+    pools { id: 1 kind: "graph" torch_id_first: 1 name: "g1" }
+    pools { id: 65535 kind: "mempool" torch_id_second: 18446744073709551615 }
   )pb", &h);
   EXPECT_TRUE(parsed);
   return h;
@@ -86,6 +88,7 @@ inline SampleTrace sample_trace(size_t count) {
     e.stack = i % 3 == 0 ? 0 : t.stack_ids[i % t.stack_ids.size()];
     e.flags = i % 7 == 0 ? kPreexisting : i % 11 == 0 ? (kFailed | kInferred) : 0;
     e.aux = i % 9 == 0 ? ~uint64_t{0} - i : 0;
+    e.pool = i % 8 == 5 ? (i % 16 == 5 ? 1 : 65535) : kDefaultPool;
     if (i == 3) e.time_ns = 0;
     if (e.kind == EventKind::annotation) {
       e.aux = 0;  // the writer assigns it

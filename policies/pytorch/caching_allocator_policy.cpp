@@ -57,6 +57,30 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate(uint64_t bytes, StreamI
   return Block{block->address, block->size};
 }
 
+CachingAllocatorPolicy::PrivatePool& CachingAllocatorPolicy::private_pool(PoolId pool) {
+  auto& slot = private_pools_[pool];
+  if (!slot) slot = std::make_unique<PrivatePool>(set_nodes_);
+  return *slot;
+}
+
+// do_allocate in a private pool (its header comment): the same ladder on that pool's BlockPools,
+// without the release_cached_blocks step, which PyTorch skips while a capture is underway.
+std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+  const uint64_t size = round_size(bytes, config_);
+  PrivatePool& owner = private_pool(pool);
+  BlockPool& blocks = is_small_request(size) ? owner.small_blocks : owner.large_blocks;
+  AllocParams p{size, stream, &blocks, segment_size(size, config_), config_.expandable_segments};
+  bool found = get_free_block(p);
+  if (!found) {
+    if (gc_active_) garbage_collect_cached_blocks();
+    found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false));
+  }
+  if (!found) return std::nullopt;
+  CacheBlock* block = alloc_found_block(p, bytes, should_split(p.block, size, p.expandable));
+  live_.insert(block->address, block);
+  return Block{block->address, block->size};
+}
+
 bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
   // The block returns to the pool of its allocation stream, whichever stream frees it (as PyTorch).
   CacheBlock* block = live_.take(address);
@@ -70,6 +94,14 @@ bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
 }
 
 void CachingAllocatorPolicy::do_empty_cache() { release_cached_blocks(); }
+
+void CachingAllocatorPolicy::do_release_pool(PoolId pool) {
+  if (std::find(freeable_pools_.begin(), freeable_pools_.end(), pool) == freeable_pools_.end())
+    freeable_pools_.push_back(pool);
+  PrivatePool& owner = private_pool(pool);
+  release_blocks(owner.small_blocks);
+  release_blocks(owner.large_blocks);
+}
 
 PolicyStats CachingAllocatorPolicy::do_stats() const {
   PolicyStats stats;
@@ -275,6 +307,11 @@ bool CachingAllocatorPolicy::release_cached_blocks() {
   ++stats_.num_sync_all_streams;  // synchronize_and_free_events: no pending events here
   release_blocks(large_blocks_);
   release_blocks(small_blocks_);
+  for (const PoolId pool : freeable_pools_) {  // then the released private pools, small first
+    PrivatePool& owner = private_pool(pool);
+    release_blocks(owner.small_blocks);
+    release_blocks(owner.large_blocks);
+  }
   return true;
 }
 
@@ -449,10 +486,20 @@ void CachingAllocatorPolicy::release_expandable_segment(CacheBlock* block) {
 // ---- a trace that starts mid-run ----------------------------------------------------------------
 
 std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes, StreamId stream) {
+  return adopt_segment_into(bytes, stream, small_blocks_, large_blocks_);
+}
+
+std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+  PrivatePool& owner = private_pool(pool);
+  return adopt_segment_into(bytes, stream, owner.small_blocks, owner.large_blocks);
+}
+
+std::optional<uint64_t> CachingAllocatorPolicy::adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small,
+                                                                   BlockPool& large) {
   const auto address = device_.malloc(bytes);
   if (!address) return std::nullopt;
   // Small-pool segments are 2 MiB; large-pool ones are at least 10 MiB.
-  BlockPool& pool = bytes <= kSmallBuffer ? small_blocks_ : large_blocks_;
+  BlockPool& pool = bytes <= kSmallBuffer ? small : large;
   stats_.segment.increase(1);
   if (bytes >= config_.max_split_size) stats_.oversize_segments.increase(1);
   pool.insert_into_blocks(arena_.make(*address, bytes, stream, &pool));
@@ -461,9 +508,12 @@ std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes,
 
 std::optional<Block> CachingAllocatorPolicy::do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                                             StreamId stream) {
-  // The free block holding [address, address + size): adoption is rare, a linear search will do.
+  // The free block holding [address, address + size), in whichever pool adopted its segment:
+  // adoption is rare, a linear search will do.
   CacheBlock* host = nullptr;
-  for (BlockPool* pool : {&small_blocks_, &large_blocks_}) {
+  std::vector<BlockPool*> pools = {&small_blocks_, &large_blocks_};
+  for (auto& [_, owner] : private_pools_) pools.insert(pools.end(), {&owner->small_blocks, &owner->large_blocks});
+  for (BlockPool* pool : pools) {
     for (const auto& entry : pool->blocks) {
       const CacheBlock* b = entry.block;
       if (b->stream == stream && b->address <= address && address + size <= b->address + b->size) {

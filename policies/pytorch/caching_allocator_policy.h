@@ -16,6 +16,17 @@
 //      The allocation takes the low-address front; the remainder stays cached.
 // free(address): the block returns to its pool at once (the engine frees at free_completed) and
 //   merges with free neighbours of the same segment and mapped state.
+// Private pools (allocate_in_pool: a CUDA graph's pool, a torch.cuda.MemPool): PyTorch's
+//   PrivatePool, its own small and large BlockPool, made at the pool's first allocation. An
+//   allocation in it searches and grows only that pool (expandable segments included), and its
+//   blocks return to it: blocks never cross pools. A capture or use_mem_pool is underway while it
+//   allocates, so the last step of the retry ladder (release_cached_blocks) is skipped, as
+//   PyTorch skips it while captures_underway is not empty; release_available_cached_blocks works
+//   on the private pool. empty_cache and GC release only the default pools' segments: PyTorch
+//   frees a private pool's segments only once its graphs or MemPool are gone (use_count 0). No trace
+//   records that moment; release_pool() marks it (the engine calls it at the pool's first recorded
+//   segment_free, which live traces have): the pool's cached segments go back at once, and from then
+//   on at every release_cached_blocks, as PyTorch's graph_pools_freeable.
 // Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum (reserved
 //   as the Device counts it: the policy keeps no byte or call counts of its own), which is
 //   Device::capacity() (set_per_process_memory_fraction) or per_process_memory_fraction; GC runs
@@ -23,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -47,10 +59,14 @@ class CachingAllocatorPolicy final : public Policy {
 
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override;
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
   bool do_free(uint64_t address, StreamId stream) override;
   void do_empty_cache() override;
+  void do_release_pool(PoolId pool) override;
   // Adopted segments are plain (cudaMalloc) segments, even under expandable_segments:True.
   std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override;
+  std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
+  std::optional<uint64_t> adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small, BlockPool& large);
   std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
                                       StreamId stream) override;
   PolicyStats do_stats() const override;
@@ -84,6 +100,13 @@ class CachingAllocatorPolicy final : public Policy {
   void release_expandable_segment(CacheBlock* block);
 
   BlockPool& pool_for(uint64_t rounded) { return is_small_request(rounded) ? small_blocks_ : large_blocks_; }
+  // PyTorch's PrivatePool: a pool of its own for each private pool id.
+  struct PrivatePool {
+    explicit PrivatePool(const std::shared_ptr<NodePool>& nodes) : large_blocks(false, nodes), small_blocks(true, nodes) {}
+    BlockPool large_blocks;
+    BlockPool small_blocks;
+  };
+  PrivatePool& private_pool(PoolId pool);
   void record_inactive_split(int64_t blocks, int64_t bytes);
 
   AllocConfig config_;
@@ -94,6 +117,8 @@ class CachingAllocatorPolicy final : public Policy {
   std::shared_ptr<NodePool> set_nodes_ = std::make_shared<NodePool>();
   BlockPool large_blocks_{false, set_nodes_};
   BlockPool small_blocks_{true, set_nodes_};
+  std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools_;  // by pool id, made at first use
+  std::vector<PoolId> freeable_pools_;  // released (PyTorch's graph_pools_freeable), in release order
   AddressMap live_;  // allocated blocks by address
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   CachingAllocatorStats stats_;

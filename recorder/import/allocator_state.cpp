@@ -23,8 +23,8 @@ void cut_mapped(SegmentMap& segments, uint64_t lo, uint64_t hi) {
       continue;
     }
     it = segments.erase(it);
-    if (r.address < lo) segments[r.address] = {r.address, lo - r.address, r.stream, true};
-    if (end > hi) it = segments.insert_or_assign(hi, SegmentState{hi, end - hi, r.stream, true}).first;
+    if (r.address < lo) segments[r.address] = {r.address, lo - r.address, r.stream, true, r.pool};
+    if (end > hi) it = segments.insert_or_assign(hi, SegmentState{hi, end - hi, r.stream, true, r.pool}).first;
   }
 }
 
@@ -39,6 +39,7 @@ void add_mapped(SegmentMap& segments, uint64_t lo, uint64_t hi, uint64_t stream)
     if (p.expandable && p.stream == stream && p.address + p.size == lo) {
       range.address = p.address;
       range.size += p.size;
+      range.pool = p.pool;  // a range of the same expandable segment: the same pool
       segments.erase(prev);
     }
   }
@@ -46,6 +47,7 @@ void add_mapped(SegmentMap& segments, uint64_t lo, uint64_t hi, uint64_t stream)
   if (next != segments.end() && next->first == hi && next->second.expandable &&
       next->second.stream == stream) {
     range.size += next->second.size;
+    range.pool = next->second.pool;
     segments.erase(next);
   }
   segments[range.address] = range;
@@ -181,14 +183,24 @@ std::vector<Event> preexisting_events(const AllocatorState& state, uint32_t devi
   events.reserve(state.segments.size() + state.blocks.size() * 2);
   for (const SegmentState& s : state.segments)
     events.push_back({.kind = s.expandable ? EventKind::segment_map : EventKind::segment_alloc,
+                      .pool = s.pool,
                       .device = device,
                       .time_ns = time_ns,
                       .stream = s.stream,
                       .address = s.address,
                       .size = s.size,
                       .flags = kPreexisting});
+  // state.segments is sorted by address: a block's segment is the last one starting at or below it.
+  auto pool_of = [&](uint64_t address) {
+    auto it = std::upper_bound(state.segments.begin(), state.segments.end(), address,
+                               [](uint64_t a, const SegmentState& s) { return a < s.address; });
+    if (it == state.segments.begin()) return kDefaultPool;
+    --it;
+    return address < it->address + it->size ? it->pool : kDefaultPool;
+  };
   for (const BlockState& b : state.blocks) {
     Event e{.kind = EventKind::alloc,
+            .pool = pool_of(b.address),
             .device = device,
             .time_ns = time_ns,
             .stream = b.stream,

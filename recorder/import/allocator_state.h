@@ -28,6 +28,7 @@ struct SegmentState {
   uint64_t stream = 0;     // a handle, or the caller's label for one (see TraceStep)
   // A mapped range of an expandable segment (segment_map/unmap), not a cudaMalloc segment.
   bool expandable = false;
+  uint16_t pool = kDefaultPool;  // the pool it belongs to (pool_assignment.h)
   friend bool operator==(const SegmentState&, const SegmentState&) = default;
 };
 
@@ -62,7 +63,7 @@ AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::spa
 // Events that recreate `state` from an empty allocator, all flagged kPreexisting: segment_alloc
 // for cudaMalloc segments, segment_map for mapped expandable ranges, then alloc for each live
 // block (size = requested bytes, aux = block size) followed by free_requested for a block that is
-// pending free. Every event gets `device` and `time_ns`.
+// pending free. Every event gets `device` and `time_ns`, and the pool of its segment.
 std::vector<Event> preexisting_events(const AllocatorState& state, uint32_t device, uint64_t time_ns);
 
 }  // namespace memreplay

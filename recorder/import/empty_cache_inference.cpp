@@ -67,6 +67,28 @@ std::vector<bool> oom_before_next_alloc(std::span<const TraceStep> trace) {
   return oom_ahead;
 }
 
+bool is_growth(EventKind k) { return k == EventKind::segment_alloc || k == EventKind::segment_map; }
+
+// Reserved bytes (cudaMalloc'd + mapped) before each entry, and their maximum over the trace.
+struct ReservedBytes {
+  std::vector<uint64_t> before;
+  uint64_t peak = 0;
+};
+ReservedBytes reserved_bytes(const AllocatorState& initial, std::span<const TraceStep> trace) {
+  ReservedBytes r;
+  r.before.reserve(trace.size());
+  uint64_t reserved = 0;
+  for (const SegmentState& s : initial.segments) reserved += s.size;
+  r.peak = reserved;
+  for (const TraceStep& e : trace) {
+    r.before.push_back(reserved);
+    if (is_growth(e.kind)) reserved += e.size;
+    else if (is_release(e.kind)) reserved -= std::min(reserved, e.size);
+    r.peak = std::max(r.peak, reserved);
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace) {
@@ -77,6 +99,7 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     return found;
   Occupancy occupancy(initial);
   const std::vector<bool> oom_ahead = oom_before_next_alloc(trace);
+  const ReservedBytes reserved = reserved_bytes(initial, trace);
   for (size_t i = 0; i < trace.size();) {
     if (!is_release(trace[i].kind)) {
       occupancy.apply(trace[i++]);
@@ -85,7 +108,15 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     size_t end = i;
     while (end < trace.size() && is_release(trace[end].kind)) ++end;
     const std::span<const TraceStep> run = trace.subspan(i, end - i);
-    if (occupancy.run_releases_all_free(run) && !oom_ahead[end]) found.push_back(i);
+    // Rule 3: release-and-retry. The run is followed by the device allocation it made room for,
+    // one that would have taken reserved memory past the highest it ever reached: only a cap
+    // (set_per_process_memory_fraction) stops an allocator there, and it then releases and retries.
+    // A run right after a free is taken for an empty_cache all the same (see the header).
+    const bool after_free = i > 0 && (trace[i - 1].kind == EventKind::free_completed ||
+                                      trace[i - 1].kind == EventKind::free_requested);
+    const bool retry = !after_free && end < trace.size() && is_growth(trace[end].kind) &&
+                       reserved.before[i] + trace[end].size > reserved.peak;
+    if (occupancy.run_releases_all_free(run) && !oom_ahead[end] && !retry) found.push_back(i);
     for (const TraceStep& e : run) occupancy.apply(e);
     i = end;
   }

@@ -4,7 +4,17 @@
 // Rule: a maximal run of consecutive segment_free/segment_unmap entries is an empty_cache when
 //   1. it releases EVERY cudaMalloc segment that is entirely free just before it (occupancy is
 //      tracked from the initial state through every alloc / free_completed), and
-//   2. no `oom` entry follows it before the next `alloc`.
+//   2. no `oom` entry follows it before the next `alloc`;
+//   3. it is not a release-and-retry: the allocator of a run capped by
+//      set_per_process_memory_fraction frees its cached segments when a device allocation would
+//      pass the cap, then retries. Such a run is followed at once by that segment_alloc (or map),
+//      and the bytes reserved before the run plus that segment exceed the most the trace ever
+//      reserved (a cap is at least that much), which an empty_cache's next allocation does not do
+//      unless the empty_cache came at the very peak. The two look the same there; what tells them
+//      apart in practice is what came just before: empty_cache() is called between steps, after
+//      tensors were dropped (the run follows a free_requested / free_completed), while a retry
+//      happens inside an allocation in the middle of the work. So a run right after a free is an
+//      empty_cache.
 // The free_completed entries that empty_cache's stream synchronisation produces come before the
 // run and are ordinary trace events; the inferred empty_cache goes right before the first
 // release, so a replay sees those blocks completed, as the real call did.
@@ -12,8 +22,11 @@
 // What this does not tell apart:
 // - Garbage collection and release_available_cached_blocks release only some free segments, so
 //   rule 1 rejects them — unless the segments they release happen to be all the free ones.
-// - The OOM path's release_cached_blocks is empty_cache itself; when its retry then succeeds no
-//   `oom` is recorded and it is inferred as an empty_cache. A replay behaves the same either way.
+// - Rule 3 takes an empty_cache made at the reserved peak, not right after a free, and followed at
+//   once by a device allocation, for a retry; and a retry right after a free for an empty_cache
+//   (the replay then calls empty_cache where the allocator retried: the same segments go, one
+//   num_alloc_retries less). A retry forced by a cudaMalloc that failed below the highest reserved
+//   level (another process took the memory) looks like an empty_cache.
 // - An empty_cache with nothing to release leaves no trace at all and cannot be inferred.
 // - Expandable segments: unmaps only need rule 2 (recent PyTorch's GC and
 //   release_available_cached_blocks skip expandable segments, so only empty_cache and the OOM

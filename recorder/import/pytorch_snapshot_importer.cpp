@@ -11,6 +11,7 @@
 #include "recorder/import/empty_cache_inference.h"
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pickle_text.h"
+#include "recorder/import/pool_assignment.h"
 
 namespace memreplay {
 namespace {
@@ -108,15 +109,22 @@ class SnapshotImporter {
     for (size_t d = 0; d < devices_.size(); ++d) {
       initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].steps);
       starts_mid_run |= !initial[d].empty();
+      // The pool hook: each entry's pool, from the final segments' segment_pool_id.
+      devices_[d].pools = assign_pools(devices_[d].final_state, devices_[d].steps);
     }
     header_.set_starts_mid_run(starts_mid_run);
+    pool_ids_.name_pools(header_);
 
     sink.begin(header_);
     stack_ids_.reserve(stacks_.size());
     for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
     for (size_t d = 0; d < devices_.size(); ++d) {
       const auto& times = devices_[d].times;
-      const uint64_t start = times.empty() ? header_.capture_time_ns() : times.front();
+      uint64_t start = times.empty() ? header_.capture_time_ns() : times.front();
+      // Annotations older than the first kept entry (a ring buffer drops entries, not
+      // annotations) come after the rebuilt state: stamp that state no later than them, so that
+      // time never goes backwards.
+      if (!devices_[d].annotations.empty()) start = std::min(start, devices_[d].annotations.front().time_ns);
       for (Event e : preexisting_events(initial[d], static_cast<uint32_t>(d), start)) {
         e.stream = streams_.handle(e.stream);
         emit(sink, e);
@@ -139,6 +147,7 @@ class SnapshotImporter {
     std::vector<uint32_t> stacks;    // local stack ids (see stacks_), 0 for none
     std::vector<Event> annotations;  // external_annotations of this device, by time
     AllocatorState final_state;      // from `segments`, streams as labels
+    std::vector<uint16_t> pools;     // each entry's pool (pool_assignment.h)
   };
 
   // The Event of device d's trace entry i.
@@ -152,6 +161,7 @@ class SnapshotImporter {
     e.stream = streams_.handle(step.stream);
     e.size = step.size;
     e.stack = dev.stacks[i];
+    e.pool = dev.pools[i];
     if (step.kind == EventKind::oom || step.kind == EventKind::annotation) e.aux = step.address;
     else e.address = step.address;
     return e;
@@ -309,6 +319,7 @@ class SnapshotImporter {
       s.stream = streams_.label(static_cast<uint64_t>(integer(need(seg, "stream", where), "stream", bad)));
       const auto expandable = seg.get("is_expandable");
       s.expandable = expandable && expandable->is(Kind::boolean) && expandable->as_bool();
+      if (const auto pool = seg.get("segment_pool_id")) s.pool = pool_id(*pool, where);
       const uint64_t dev = non_negative(need(seg, "device", where), "device", bad);
       AllocatorState& state = device(dev, where).final_state;
       state.segments.push_back(s);
@@ -346,6 +357,19 @@ class SnapshotImporter {
       std::sort(dev.final_state.segments.begin(), dev.final_state.segments.end(), by_address);
       std::sort(dev.final_state.blocks.begin(), dev.final_state.blocks.end(), by_address);
     }
+  }
+
+  // segment_pool_id, PyTorch's MempoolId_t pair, as a pool id (pool_assignment.h).
+  uint16_t pool_id(Value pool, const std::string& where) {
+    if (!(pool.is(Kind::tuple) || pool.is(Kind::list)) || pool.size() != 2)
+      fail(where + ": 'segment_pool_id' is not a pair");
+    std::array<uint64_t, 2> pair{};
+    size_t i = 0;
+    for (Value part : pool.items())
+      pair[i++] = non_negative(part, "segment_pool_id", [&](const std::string& what) { fail(where + ": " + what); });
+    const auto id = pool_ids_.id(pair[0], pair[1]);
+    if (!id) fail(where + ": more private pools than a trace can name (65535)");
+    return *id;
   }
 
   // --- device_traces[d] ---
@@ -560,6 +584,7 @@ class SnapshotImporter {
   const pickle::Tree& tree_;
   const std::string& file_;
   proto::TraceHeader header_;
+  PoolIds pool_ids_;  // segment_pool_id pairs -> the pool ids events carry
   std::vector<Device> devices_;
   std::vector<KeyValues> annotation_texts_;        // annotation events' aux indexes this
   std::vector<std::vector<FrameText>> stacks_;     // local stack k is stacks_[k - 1]

@@ -28,6 +28,8 @@ TraceHeaderFields header_fields(const proto::TraceHeader& h) {
   for (const auto& [key, value] : h.allocator_settings()) fields.allocator_settings.emplace(key, value);
   fields.producer = h.producer();
   fields.starts_mid_run = h.starts_mid_run();
+  for (const proto::PoolInfo& p : h.pools())
+    fields.pools.push_back({p.id(), p.kind(), p.torch_id_first(), p.torch_id_second(), p.name()});
   return fields;
 }
 

@@ -33,7 +33,7 @@ extern "C" {
 #define MEMREPLAY_RECORD_API __attribute__((visibility("default")))
 
 #define MEMREPLAY_FORMAT_MAJOR 1
-#define MEMREPLAY_FORMAT_MINOR 0
+#define MEMREPLAY_FORMAT_MINOR 1
 
 /* size is the requested bytes unless said otherwise. */
 enum {
@@ -103,6 +103,11 @@ MEMREPLAY_RECORD_API memreplay_recorder* memreplay_open(const char* path, const 
 MEMREPLAY_RECORD_API int memreplay_record(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream,
                                           uint64_t address, uint64_t size, uint32_t flags, uint64_t aux,
                                           uint64_t context);
+/* memreplay_record() of an event in memory pool `pool` (0: the default pool; a private pool, e.g.
+ * a CUDA graph's or a torch.cuda.MemPool's, gets a small id of the caller's, at most 65535). */
+MEMREPLAY_RECORD_API int memreplay_record_in_pool(memreplay_recorder* r, uint32_t kind, uint32_t device,
+                                                  uint64_t stream, uint64_t address, uint64_t size, uint32_t flags,
+                                                  uint64_t aux, uint64_t context, uint32_t pool);
 /* keys_values: key, value, key, ... (pairs pairs). */
 MEMREPLAY_RECORD_API int memreplay_annotate(memreplay_recorder* r, uint32_t device, const char* const* keys_values,
                                             size_t pairs);

@@ -39,6 +39,7 @@ struct memreplay_record_library {
 
   decltype(&memreplay_open) open = nullptr;
   decltype(&memreplay_record) record = nullptr;
+  decltype(&memreplay_record_in_pool) record_in_pool = nullptr;
   decltype(&memreplay_annotate) annotate = nullptr;
   decltype(&memreplay_set_resolver) set_resolver = nullptr;
   decltype(&memreplay_flush) flush = nullptr;
@@ -70,6 +71,7 @@ struct memreplay_record_library {
     };
     find(open, "memreplay_open");
     find(record, "memreplay_record");
+    find(record_in_pool, "memreplay_record_in_pool");
     find(annotate, "memreplay_annotate");
     find(set_resolver, "memreplay_set_resolver");
     find(flush, "memreplay_flush");

@@ -172,6 +172,24 @@ int memreplay_record(memreplay_recorder* r, uint32_t kind, uint32_t device, uint
   return r->recorder.record(e, context) ? 1 : 0;
 }
 
+int memreplay_record_in_pool(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream,
+                             uint64_t address, uint64_t size, uint32_t flags, uint64_t aux, uint64_t context,
+                             uint32_t pool) {
+  if (r == nullptr || !memreplay::is_valid_event_kind(kind) || pool > 0xffff ||
+      kind == static_cast<uint32_t>(memreplay::EventKind::annotation))
+    return 0;
+  memreplay::Event e;
+  e.kind = static_cast<memreplay::EventKind>(kind);
+  e.pool = static_cast<uint16_t>(pool);
+  e.device = device;
+  e.stream = stream;
+  e.address = address;
+  e.size = size;
+  e.flags = flags;
+  e.aux = aux;
+  return r->recorder.record(e, context) ? 1 : 0;
+}
+
 int memreplay_annotate(memreplay_recorder* r, uint32_t device, const char* const* keys_values, size_t pairs) {
   if (r == nullptr) return 0;
   try {

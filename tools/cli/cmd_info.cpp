@@ -48,10 +48,20 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
     uint64_t total = 0;
     for (const auto& info : h.devices())
       if (info.index() == d.device) name = info.name(), total = info.total_memory();
+    const auto& start = d.starting_state;
+    nlohmann::json pools = nlohmann::json::object();
+    // Live traces name their pools in annotations rather than in the header.
+    if (h.pools_size() > 0 || d.allocs_per_pool.size() > 1)
+      for (const auto& [pool, allocs] : d.allocs_per_pool) pools[std::to_string(pool)] = {{"allocs", allocs}};
     devices.push_back({{"device", d.device},
                        {"name", name},
                        {"total_memory", total},
                        {"events_per_kind", d.events_per_kind},
+                       {"starting_state", {{"segments", start.segments}, {"segment_bytes", start.segment_bytes},
+                                           {"blocks", start.blocks}, {"block_bytes", start.block_bytes}}},
+                       {"inferred_per_kind", d.inferred_per_kind},
+                       {"failed_per_kind", d.failed_per_kind},
+                       {"pools", pools},
                        {"streams", d.streams},
                        {"duration_ns", d.last_time_ns - d.first_time_ns},
                        {"peak_requested_bytes", d.peak_requested_bytes},
@@ -60,6 +70,10 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
                        {"top_stacks_at_peak", top}});
   }
   std::map<std::string, std::string> settings(h.allocator_settings().begin(), h.allocator_settings().end());
+  nlohmann::json pools = nlohmann::json::array();
+  for (const auto& p : h.pools())
+    pools.push_back({{"id", p.id()}, {"kind", p.kind()}, {"torch_id", {p.torch_id_first(), p.torch_id_second()}},
+                     {"name", p.name()}});
   return {{"trace", path},
           {"format_version", std::to_string(h.format_major()) + "." + std::to_string(h.format_minor())},
           {"source", h.source()},
@@ -70,6 +84,7 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
           {"starts_mid_run", h.starts_mid_run()},
           {"complete", reader.complete()},
           {"allocator_settings", settings},
+          {"pools", pools},
           {"devices", devices}};
 }
 
@@ -81,12 +96,28 @@ void print_summary(const nlohmann::json& s) {
     std::printf("  imported from %s\n", s["source_file"].get<std::string>().c_str());
   if (s["starts_mid_run"].get<bool>())
     std::printf("  starts mid-run: the allocator state at its first entry was rebuilt\n");
+  for (const auto& p : s["pools"])
+    std::printf("  private pool %u: %s, PyTorch id (%llu, %llu)%s\n", p["id"].get<unsigned>(),
+                p["kind"].get<std::string>().c_str(), p["torch_id"][0].get<unsigned long long>(),
+                p["torch_id"][1].get<unsigned long long>(),
+                p["name"].get<std::string>().empty() ? "" : (" " + p["name"].get<std::string>()).c_str());
   for (const auto& d : s["devices"]) {
     std::printf("device %d%s: %zu streams, %.3f s\n", d["device"].get<int>(),
                 d["name"].get<std::string>().empty() ? "" : (" (" + d["name"].get<std::string>() + ")").c_str(),
                 d["streams"].size(), d["duration_ns"].get<double>() / 1e9);
     for (const auto& [kind, count] : d["events_per_kind"].items())
       std::printf("  %-18s %llu\n", kind.c_str(), count.get<unsigned long long>());
+    for (const auto& [kind, count] : d["inferred_per_kind"].items())
+      std::printf("  %-18s %llu (inferred by the importer, not recorded)\n", kind.c_str(), count.get<unsigned long long>());
+    for (const auto& [kind, count] : d["failed_per_kind"].items())
+      std::printf("  %-18s %llu failed calls (never live)\n", kind.c_str(), count.get<unsigned long long>());
+    const auto& start = d["starting_state"];
+    if (start["segments"].get<uint64_t>() + start["blocks"].get<uint64_t>() > 0)
+      std::printf("  rebuilt starting state (not recorded events): %llu segments (%s), %llu live blocks (%s requested)\n",
+                  start["segments"].get<unsigned long long>(), format_bytes(start["segment_bytes"].get<uint64_t>()).c_str(),
+                  start["blocks"].get<unsigned long long>(), format_bytes(start["block_bytes"].get<uint64_t>()).c_str());
+    for (const auto& [pool, p] : d["pools"].items())
+      std::printf("  pool %-13s %llu allocs\n", pool.c_str(), p["allocs"].get<unsigned long long>());
     std::printf("  peak live requested: %s (%llu bytes) at event %llu\n",
                 format_bytes(d["peak_requested_bytes"].get<uint64_t>()).c_str(),
                 d["peak_requested_bytes"].get<unsigned long long>(), d["peak_event"].get<unsigned long long>());

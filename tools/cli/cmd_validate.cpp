@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kHelp =
     "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
-    "going backwards, each named with its event index. Exit status 2 if any.\n"
+    "going backwards and, in a trace with private pools, allocations outside every live segment of "
+    "their pool and frees into another pool, each named with its event index. Exit status 2 if any.\n"
     "  memreplay validate run.mrt";
 
 struct ValidateOptions {
@@ -23,7 +24,7 @@ struct ValidateOptions {
 
 void validate(const ValidateOptions& options) {
   TraceReader reader(options.trace);
-  TraceValidator validator;
+  TraceValidator validator(100, reader.header().pools_size() > 0);
   std::vector<Event> batch;
   uint64_t index = 0;
   while (reader.next_batch(batch)) {

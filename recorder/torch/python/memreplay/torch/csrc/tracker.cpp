@@ -32,6 +32,9 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "memreplay_record_loader.h"
@@ -84,6 +87,38 @@ uint32_t kind_of(TraceEntry::Action action) {
   }
 }
 
+// The entry's memory pool as a small id (0: the default pool), where this torch's TraceEntry
+// carries one (mempool_, a MempoolId_t pair). Ids go to pools in the order they first appear;
+// each new one is announced with an annotation (pool, torch_pool_id, kind: "graph" for a capture's
+// own pool (N, 0), "mempool" for torch.cuda.MemPool / graph_pool_handle() (0, N)).
+template <typename Entry, typename = void>
+struct HasMempool : std::false_type {};
+template <typename Entry>
+struct HasMempool<Entry, std::void_t<decltype(std::declval<const Entry&>().mempool_.second)>> : std::true_type {};
+
+template <typename Entry>
+uint32_t pool_of(memreplay_recorder* recorder, const Entry& entry) {
+  if constexpr (HasMempool<Entry>::value) {
+    const uint64_t first = entry.mempool_.first, second = entry.mempool_.second;
+    if (first == 0 && second == 0) return 0;
+    // Under the allocator's lock: a small table, no allocation on the common path.
+    static constexpr size_t kMaxPools = 4096;
+    static std::pair<uint64_t, uint64_t> pools[kMaxPools];
+    static size_t count = 0;
+    for (size_t i = 0; i < count; ++i)
+      if (pools[i].first == first && pools[i].second == second) return static_cast<uint32_t>(i + 1);
+    if (count == kMaxPools) return 0;
+    pools[count++] = {first, second};
+    const std::string id = std::to_string(count), torch_id = std::to_string(first) + "," + std::to_string(second);
+    const char* kv[] = {"pool", id.c_str(), "torch_pool_id", torch_id.c_str(), "kind", second == 0 ? "graph" : "mempool"};
+    g_api.annotate(recorder, static_cast<uint32_t>(entry.device_), kv, 3);
+    return static_cast<uint32_t>(count);
+  } else {
+    (void)recorder, (void)entry;
+    return 0;
+  }
+}
+
 // Under the allocator's lock: copy, never block, never throw.
 void on_trace_entry(const TraceEntry& entry) noexcept {
   memreplay_recorder* recorder = g_current.load(std::memory_order_acquire);
@@ -102,9 +137,14 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
   if (entry.context_) {
     if (auto* kept = new (std::nothrow) Context(entry.context_)) context = reinterpret_cast<uint64_t>(kept);
   }
-  const int kept = g_api.record(recorder, kind, static_cast<uint32_t>(entry.device_),
-                                reinterpret_cast<uint64_t>(entry.stream_), address, static_cast<uint64_t>(entry.size_),
-                                0, aux, context);
+  uint32_t pool = 0;
+  try {
+    pool = pool_of(recorder, entry);
+  } catch (...) {  // std::to_string may throw on allocation failure: the default pool then
+  }
+  const int kept = g_api.record_in_pool(recorder, kind, static_cast<uint32_t>(entry.device_),
+                                        reinterpret_cast<uint64_t>(entry.stream_), address,
+                                        static_cast<uint64_t>(entry.size_), 0, aux, context, pool);
   if (!kept && context != 0) delete reinterpret_cast<Context*>(context);  // a traceback defers its GIL work
 }
 
