@@ -1,4 +1,5 @@
-// ObservingPolicy: an adaptor (in RMM's sense) around another policy. It forwards every call and
+// ObservingPolicy: an adaptor (in RMM's sense) around another policy. It forwards every call (every
+// do_* hook of policies/policy.h, private pools included) and
 // remembers the blocks it handed out, with the requested bytes and stack of the event that asked,
 // so the state at a chosen moment (the reserved peak) can be drawn from outside the policy. It can
 // also drop empty_cache() calls, to measure what a job's empty_cache costs.
@@ -37,6 +38,15 @@ class ObservingPolicy final : public Policy {
     inner_.free(address, stream);  // throws PolicyContractError itself for an unknown address
     if (track_blocks_) live_.erase(address);
     return true;
+  }
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
+    auto block = inner_.allocate_in_pool(bytes, stream, pool);
+    if (block && track_blocks_) live_[block->address] = {block->size, bytes, current_stack_};
+    return block;
+  }
+  void do_release_pool(PoolId pool) override { inner_.release_pool(pool); }
+  std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
+    return inner_.adopt_segment_in_pool(bytes, stream, pool);
   }
   void do_empty_cache() override {
     ++empty_cache_calls_;

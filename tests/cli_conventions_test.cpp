@@ -119,6 +119,11 @@ TEST_F(CliConventions, AdviseRanksSettingsWithEvidenceAndCountsEmptyCache) {
     if (!a["candidates"][i]["oom"].get<bool>())
       EXPECT_LE(a["candidates"][i - 1]["reserved_peak"], a["candidates"][i]["reserved_peak"]);
   EXPECT_TRUE(a["current"]["fits_on_gpu"]["24GiB"].get<bool>());
+  // The one-pass replays (results/replay_batch.h) give what a plain replay gives.
+  const auto plain = run("replay " + testing::imported_trace("vit_infer_varbatch.emptycache") + " --policy pytorch --json");
+  const auto m = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(a["current"]["reserved_peak"], m["reserved_peak"]);
+  EXPECT_EQ(a["current"]["device_alloc_calls"], m["device_alloc_calls"]);
 }
 
 #if defined(MEMREPLAY_INTERPOSER_LIB)
