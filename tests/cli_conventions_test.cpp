@@ -129,8 +129,10 @@ TEST_F(CliConventions, AdviseRanksSettingsWithEvidenceAndCountsEmptyCache) {
 #if defined(MEMREPLAY_INTERPOSER_LIB)
 TEST_F(CliConventions, RecordLeavesAValidEmptyTraceWhenTheProgramMakesNoCudaCall) {
   const std::string out = path("none.mrt");
-  const auto r = run("record -q -o " + out + " --interposer " + std::string(MEMREPLAY_INTERPOSER_LIB) +
-                     " -- env ASAN_OPTIONS=verify_asan_link_order=0 true");
+  // Under the sanitizers the interposer carries ASan into `true`, which must not insist on coming first.
+  const auto r = testing::run_memreplay(
+      "record -q -o " + out + " --interposer " + std::string(MEMREPLAY_INTERPOSER_LIB) + " -- true", dir_,
+      "ASAN_OPTIONS=verify_asan_link_order=0");
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_TRUE(fs::exists(out)) << r.err;
   const auto info = run("info " + out + " --json");

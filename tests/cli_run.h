@@ -27,9 +27,11 @@ inline std::string slurp(const std::string& path) {
 }
 
 // `arguments` as a shell would split them; stderr goes through a file next to `scratch_dir`.
-inline CliRun run_memreplay(const std::string& arguments, const std::filesystem::path& scratch_dir) {
+// `environment`: VAR=VALUE words put before the command.
+inline CliRun run_memreplay(const std::string& arguments, const std::filesystem::path& scratch_dir,
+                            const std::string& environment = "") {
   const std::string err_path = (scratch_dir / "stderr.txt").string();
-  const std::string command = std::string(MEMREPLAY_CLI) + " " + arguments + " 2>" + err_path;
+  const std::string command = environment + " " + std::string(MEMREPLAY_CLI) + " " + arguments + " 2>" + err_path;
   CliRun r;
   FILE* pipe = popen(command.c_str(), "r");
   char buffer[4096];
