@@ -23,6 +23,17 @@ void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) 
 
 bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
   if (stopped_ || event.device != options_.trace_device) return !stopped_;
+  // A policy that breaks its contract on an allocation (a plugin's overlapping or too-small
+  // block, policies/plugin/) stops the replay at this event: its numbers would be wrong.
+  try {
+    dispatch(event, trace_index);
+  } catch (const PolicyContractError& e) {
+    throw InputError::at_event(options_.trace_path, trace_index, e.what());
+  }
+  return !stopped_;
+}
+
+void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
   switch (event.kind) {
     case EventKind::alloc:
       if (event.flags != 0) [[unlikely]] {
@@ -68,7 +79,6 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
     default:
       break;
   }
-  return !stopped_;
 }
 
 bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {

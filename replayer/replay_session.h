@@ -68,6 +68,7 @@ class ReplaySession {
     uint64_t requested;  // bytes the application asked for
   };
 
+  void dispatch(const Event& event, uint64_t trace_index);
   void on_alloc(const Event& event, uint64_t trace_index);
   void on_free(const Event& event, uint64_t trace_index);
   void on_preexisting_segment(const Event& event, uint64_t trace_index);

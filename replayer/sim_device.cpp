@@ -9,7 +9,9 @@ namespace {
 // Windows shaped like the user-space VA layout seen in the traces (0x7f.. addresses).
 constexpr uint64_t kHeapBase = 0x7e00'0000'0000ull;
 constexpr uint64_t kHeapBytes = 1ull << 40;  // 1 TiB of VA for cudaMalloc
-constexpr uint64_t kReservationBase = kHeapBase + kHeapBytes;
+// Above the driver model's permanent chunks, which it places just over the heap's top: a policy
+// that uses cudaMalloc and VMM reservations together (gmlake) must not see the two overlap.
+constexpr uint64_t kReservationBase = kHeapBase + kHeapBytes + (4ull << 30);
 constexpr uint64_t kPoolBase = kHeapBase - kHeapBytes;  // the stream-ordered pool's chunks
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }

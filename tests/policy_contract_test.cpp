@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/plugin/plugin_loader.h"
 #include "policies/registry.h"
 #include "replayer/sim_device.h"
 
@@ -192,6 +193,15 @@ class ContractRun {
 };
 
 class PolicyContract : public ::testing::TestWithParam<ContractCase> {};
+
+#ifdef MEMREPLAY_EXAMPLE_PLUGIN
+// The C ABI plugins register before the suite is built, so that they run it like any policy.
+[[maybe_unused]] const bool plugins_loaded = [] {
+  load_policy_plugin(MEMREPLAY_EXAMPLE_PLUGIN);
+  load_policy_plugin(std::string(MEMREPLAY_TEST_PLUGIN_DIR) + "/test_plugin_0.so");
+  return true;
+}();
+#endif
 
 TEST_P(PolicyContract, RandomProgramKeepsTheContractAndRepeatsExactly) {
   const Outcome first = ContractRun(GetParam().spec).run();

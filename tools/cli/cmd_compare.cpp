@@ -2,6 +2,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "policies/registry.h"
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -16,7 +17,8 @@ constexpr const char* kHelp =
     "peak ÷ requested peak (the waste over the floor no allocator can beat); replays that ran out of memory are "
     "marked and never starred as the best.\n"
     "  memreplay compare run.mrt --policy pytorch --policy pytorch:expandable_segments:True "
-    "--policy pytorch:max_split_size_mb:64";
+    "--policy pytorch:max_split_size_mb:64\n"
+    "  memreplay compare run.mrt --policy all    # every registered policy";
 
 // Version of compare's JSON document (the "results" entries are replay's schema, kMetricsSchemaVersion).
 constexpr int kCompareSchemaVersion = 2;
@@ -27,10 +29,24 @@ struct CompareOptions {
   std::string json;
 };
 
+// No --policy, or `--policy all`: every registered policy with its default options (plugins
+// loaded with --plugin included), in the registry's order.
+std::vector<std::string> expand_policies(const std::vector<std::string>& asked) {
+  std::vector<std::string> specs;
+  for (const auto& spec : asked.empty() ? std::vector<std::string>{"all"} : asked) {
+    if (spec != "all") {
+      specs.push_back(spec);
+      continue;
+    }
+    for (const PolicyInfo& info : PolicyRegistry::instance().policies()) specs.push_back(info.name);
+  }
+  return specs;
+}
+
 void compare(const CompareOptions& options) {
   std::vector<ReplayMetrics> rows;
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& spec : options.policies) {
+  for (const auto& spec : expand_policies(options.policies)) {
     if (stderr_is_terminal()) std::cerr << "replaying with " << spec << "...\n";
     ReplayOptions replay = options.replay;
     replay.policy_spec = spec;
@@ -72,7 +88,8 @@ void compare(const CompareOptions& options) {
 void add_compare_command(CLI::App& app) {
   auto [command, options] = add_command<CompareOptions>(app, "compare", kHelp, compare);
   add_replay_options(command, options.replay);
-  command.add_option("--policy", options.policies, "a policy spec; repeat for each policy")->required();
+  command.add_option("--policy", options.policies,
+                     "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy");
   add_json_option(command, options.json, "all metrics");
 }
 

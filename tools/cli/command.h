@@ -29,6 +29,11 @@ Command<Options> add_command(CLI::App& parent, const std::string& name, const st
 
 // TRACE: a required, existing trace file (.mrt).
 void add_trace_argument(CLI::App& command, std::string& trace);
+// --plugin PATH.so (repeatable): loads a policy plugin (policies/plugin/) when parsed; a plugin
+// that cannot be used is an InputError (exit 2) naming the file.
+void add_plugin_option(CLI::App& command);
+// MEMREPLAY_PLUGINS=A.so:B.so, loaded before the command line is parsed; the same errors.
+void load_environment_plugins();
 // --json [FILE|-], the one convention of every command: `--json` alone or `--json -` writes JSON to
 // stdout (and nothing else there), `--json FILE.json` or `--json=FILE` to a file. `what` says what.
 void add_json_option(CLI::App& command, std::string& json, const std::string& what);

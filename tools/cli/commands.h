@@ -11,6 +11,7 @@ void add_info_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_bound_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_policies_command(CLI::App& app);
 void add_record_command(CLI::App& app);

@@ -31,8 +31,10 @@ int main(int argc, char** argv) {
   memreplay::cli::add_advise_command(app);
   memreplay::cli::add_export_command(app);
   memreplay::cli::add_report_command(app);
+  memreplay::cli::add_bound_command(app);
   memreplay::cli::add_policies_command(app);
   try {
+    memreplay::cli::load_environment_plugins();
     std::vector<std::string> arguments = memreplay::cli::normalize_json_arguments(argc, argv);
     std::vector<char*> pointers;
     for (auto& a : arguments) pointers.push_back(a.data());

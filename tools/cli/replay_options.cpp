@@ -10,6 +10,7 @@ namespace memreplay::cli {
 
 void add_replay_options(CLI::App& command, ReplayOptions& options) {
   add_trace_argument(command, options.trace_path);
+  add_plugin_option(command);
   command.add_option("--device", options.device_spec,
                      "where to replay: sim (simulated GPU, default) or cuda[:N] (a real GPU)");
   command.add_option_function<std::string>(

@@ -1,0 +1,186 @@
+// gmlake: GMLake's virtual memory stitching (Guo et al., "GMLake: Efficient and Transparent GPU
+// Memory Defragmentation for Large-scale DNN Training with Virtual Memory Stitching", ASPLOS'24;
+// code: intelligent-machine-learning/glake, GMLake/).
+//
+// Modelled:
+//   - requests of at most 1 MiB go to PyTorch's caching allocator (the `pytorch` model's small
+//     pool), as GMLake keeps PyTorch's path for small blocks;
+//   - larger requests round up to 2 MiB chunks (the VMM granularity). Every block lives in a
+//     virtual range of its own, backed by mapped chunks:
+//       1. best fit: the smallest free block that holds the request is reused; a larger one is
+//          split, the rest staying free in the same range (coalescing with free neighbours there);
+//       2. stitch: when no free block is large enough but the free blocks together are, the
+//          largest are taken until they hold the request and their physical memory is stitched
+//          into one new virtual range;
+//       3. otherwise all free blocks are stitched and the rest is newly allocated.
+//   - empty_cache unmaps every free chunk and gives back the empty ranges.
+// Reserved memory is GMLake's: stitching never allocates physical memory that free chunks could
+// provide. Device calls are not: our Device creates pages with each map(), so a stitch is counted
+// as an unmap of each free block and one map of the new range, where GMLake maps the existing
+// physical handles again (cuMemMap without cuMemCreate). Left out: GMLake's stitched-block cache
+// (sBlocks kept for reuse), its fragmentation threshold for stitching, and per-stream pools (one
+// pool for every stream, as in the paper's single-stream training).
+#include <memory>
+#include <vector>
+
+#include <absl/container/btree_map.h>
+#include <absl/container/btree_set.h>
+#include <absl/container/flat_hash_map.h>
+
+#include "policies/detail/policy_options.h"
+#include "policies/registry.h"
+
+namespace memreplay {
+namespace {
+
+constexpr uint64_t kSmallSize = 1ull << 20;
+
+class GmlakePolicy final : public Policy {
+ public:
+  explicit GmlakePolicy(Device& device)
+      : device_(device), chunk_(device.granularity()), small_(PolicyRegistry::instance().create("pytorch", device)) {}
+
+ private:
+  struct Range {
+    uint64_t size;
+    uint64_t mapped = 0;  // bytes of chunks mapped in it
+  };
+  struct Piece {
+    uint64_t size;
+    uint64_t range;  // start of its virtual range
+    bool free;
+  };
+
+  std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
+    if (bytes <= kSmallSize) {
+      auto block = small_->allocate(bytes, stream);
+      if (block) small_live_.emplace(block->address, true);
+      return block;
+    }
+    if (bytes > device_.total_memory()) return std::nullopt;
+    const uint64_t size = (bytes + chunk_ - 1) / chunk_ * chunk_;
+    std::optional<uint64_t> address;
+    if (const auto fit = free_.lower_bound({size, 0}); fit != free_.end())
+      address = reuse(fit->second, size);
+    else
+      address = stitch(size);
+    if (!address) return std::nullopt;
+    return Block{*address, size};
+  }
+
+  // Step 1: take the free piece at `address`, split off what the request does not need.
+  uint64_t reuse(uint64_t address, uint64_t size) {
+    Piece piece = pieces_.at(address);
+    free_.erase({piece.size, address});
+    if (piece.size > size) {
+      pieces_.emplace(address + size, Piece{piece.size - size, piece.range, true});
+      free_.emplace(piece.size - size, address + size);
+    }
+    pieces_.insert_or_assign(address, Piece{size, piece.range, false});  // (btree: no references kept)
+    return address;
+  }
+
+  // Steps 2 and 3: the physical memory of free pieces, largest first, into one new range.
+  std::optional<uint64_t> stitch(uint64_t size) {
+    uint64_t gathered = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> taken;  // (size, address)
+    for (auto it = free_.rbegin(); it != free_.rend() && gathered < size; ++it) {
+      taken.push_back(*it);
+      gathered += it->first;
+    }
+    const uint64_t fresh = gathered >= size ? 0 : size - gathered;
+    if (const auto cap = device_.capacity(); cap && device_.counters().reserved_bytes + fresh > *cap) return std::nullopt;
+    const auto range = device_.reserve_address(size);
+    if (!range) return std::nullopt;
+    for (const auto& [piece_size, address] : taken) unmap_piece(address);
+    if (!device_.map(*range, size)) {
+      device_.release_address(*range, size);
+      return std::nullopt;
+    }
+    ranges_.emplace(*range, Range{size, size});
+    pieces_.emplace(*range, Piece{size, *range, false});
+    return *range;
+  }
+
+  void unmap_piece(uint64_t address) {
+    const auto it = pieces_.find(address);
+    const Piece piece = it->second;
+    free_.erase({piece.size, address});
+    pieces_.erase(it);
+    device_.unmap(address, piece.size);
+    Range& range = ranges_.at(piece.range);
+    range.mapped -= piece.size;
+    if (range.mapped == 0) {
+      device_.release_address(piece.range, range.size);
+      ranges_.erase(piece.range);
+    }
+  }
+
+  bool do_free(uint64_t address, StreamId stream) override {
+    if (small_live_.erase(address) == 1) {
+      small_->free(address, stream);
+      return true;
+    }
+    auto it = pieces_.find(address);
+    if (it == pieces_.end() || it->second.free) return false;
+    uint64_t start = address;
+    Piece piece = it->second;
+    // Coalesce with free neighbours of the same range (its chunks are mapped contiguously).
+    if (auto next = std::next(it); next != pieces_.end() && next->second.free && next->second.range == piece.range &&
+                                   next->first == start + piece.size) {
+      free_.erase({next->second.size, next->first});
+      piece.size += next->second.size;
+      pieces_.erase(next);
+      it = pieces_.find(address);
+    }
+    if (it != pieces_.begin()) {
+      auto previous = std::prev(it);
+      if (previous->second.free && previous->second.range == piece.range &&
+          previous->first + previous->second.size == start) {
+        free_.erase({previous->second.size, previous->first});
+        start = previous->first;
+        piece.size += previous->second.size;
+        pieces_.erase(it);
+      }
+    }
+    piece.free = true;
+    pieces_.insert_or_assign(start, piece);
+    free_.emplace(piece.size, start);
+    return true;
+  }
+
+  void do_empty_cache() override {
+    std::vector<uint64_t> idle;
+    for (const auto& [size, address] : free_) idle.push_back(address);
+    for (const uint64_t address : idle) unmap_piece(address);
+    small_->empty_cache();
+  }
+
+  PolicyStats do_stats() const override {
+    PolicyStats stats = small_->stats();
+    stats.ooms = 0;  // the base counts this policy's own
+    return stats;
+  }
+
+  Device& device_;
+  uint64_t chunk_;
+  std::unique_ptr<Policy> small_;                      // PyTorch's allocator, for <= 1 MiB
+  absl::flat_hash_map<uint64_t, bool> small_live_;     // blocks handed out by small_
+  absl::btree_map<uint64_t, Range> ranges_;            // virtual ranges: start -> range
+  absl::btree_map<uint64_t, Piece> pieces_;            // every large block, live or free
+  absl::btree_set<std::pair<uint64_t, uint64_t>> free_;  // free pieces: (size, address)
+};
+
+std::unique_ptr<Policy> make_gmlake(std::string_view options, Device& device) {
+  detail::PolicyOptions("gmlake", options, {});
+  return std::make_unique<GmlakePolicy>(device);
+}
+
+}  // namespace
+
+MEMREPLAY_REGISTER_POLICY(gmlake, .name = "gmlake",
+                          .description = "GMLake (ASPLOS'24): free physical chunks stitched into a new virtual "
+                                         "range instead of a new segment",
+                          .options_help = "(no options)", .factory = make_gmlake);
+
+}  // namespace memreplay

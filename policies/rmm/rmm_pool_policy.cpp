@@ -1,0 +1,180 @@
+// rmm_pool: RAPIDS RMM's pool_memory_resource (cpp/src/mr/detail/pool_memory_resource_impl.cpp,
+// detail/stream_ordered_memory_resource.hpp, detail/coalescing_free_list.hpp), as
+// ../shared/docs/peers.md §1.3 describes it.
+//
+// Modelled:
+//   - requests round up to 256 bytes (allocation_alignment); blocks are carved best fit from
+//     coalesced free blocks of the pool's upstream allocations and split exactly;
+//   - free lists are per stream: a request takes from its own stream's list first and otherwise
+//     from another stream's (where RMM makes the stream wait on the free's event and merges that
+//     list into its own); a block freed goes to the list of the stream that frees it and
+//     coalesces with its neighbours of the same upstream allocation and stream;
+//   - growth (size_to_grow): without maximum_pool_size, max(request, current pool size), i.e. the
+//     pool doubles; with it, max(request, remaining / 2) while the request fits what remains; a
+//     failing upstream allocation is retried at half the size down to the request
+//     (try_to_expand); initial_pool_size is allocated at construction (default 0, as the replay
+//     benchmark uses it);
+//   - the pool never gives memory back before it is destroyed (empty_cache does nothing).
+// Left out: the per-thread default stream, the event objects themselves, and RMM's logging.
+// Options: initial_pool_size:BYTES (default 0), maximum_pool_size:BYTES (default none; the device
+// cap still applies).
+#include <map>
+#include <memory>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "policies/detail/policy_options.h"
+#include "policies/registry.h"
+#include "policies/suballoc/coalescing_regions.h"
+
+namespace memreplay {
+namespace {
+
+constexpr uint64_t kAlignment = 256;
+
+struct PoolConfig {
+  uint64_t initial_pool_size = 0;
+  std::optional<uint64_t> maximum_pool_size;
+};
+
+uint64_t align(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Free lists per stream over one set of upstream allocations, coalescing within a stream.
+class RmmPoolPolicy final : public Policy {
+ public:
+  RmmPoolPolicy(Device& device, const PoolConfig& config) : device_(device), config_(config) {
+    if (config.initial_pool_size > 0 && !grow_by(align(config.initial_pool_size), 0))
+      throw PolicySpecError("rmm_pool: initial_pool_size does not fit on the device");
+  }
+
+ private:
+  struct Free {
+    uint64_t size;
+    StreamId stream;
+  };
+
+  std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
+    const uint64_t size = align(bytes);
+    auto address = take(size, stream);
+    if (!address && expand(size, stream)) address = take(size, stream);
+    if (!address) return std::nullopt;
+    live_.emplace(*address, size);
+    return Block{*address, size};
+  }
+
+  // Best fit on `stream`'s list, else on any other stream's (lowest stream id first).
+  std::optional<uint64_t> take(uint64_t size, StreamId stream) {
+    if (auto address = take_from(size, stream)) return address;
+    for (const auto& [other, list] : by_size_)
+      if (other != stream)
+        if (auto address = take_from(size, other)) return address;
+    return std::nullopt;
+  }
+
+  std::optional<uint64_t> take_from(uint64_t size, StreamId stream) {
+    auto list = by_size_.find(stream);
+    if (list == by_size_.end()) return std::nullopt;
+    const auto fit = list->second.lower_bound({size, 0});
+    if (fit == list->second.end()) return std::nullopt;
+    const auto [block_size, address] = *fit;
+    list->second.erase(fit);
+    free_.erase(address);
+    if (block_size > size) insert_free(address + size, block_size - size, stream);
+    return address;
+  }
+
+  void insert_free(uint64_t address, uint64_t size, StreamId stream) {
+    free_.emplace(address, Free{size, stream});
+    by_size_[stream].emplace(size, address);
+  }
+
+  bool expand(uint64_t size, StreamId stream) {
+    uint64_t grow = size_to_grow(size);
+    while (grow >= size) {
+      if (grow_by(grow, stream)) return true;
+      grow = grow / 2 / kAlignment * kAlignment;  // try_to_expand halves the attempt
+    }
+    return false;
+  }
+
+  uint64_t size_to_grow(uint64_t size) const {
+    if (config_.maximum_pool_size) {
+      const uint64_t max = *config_.maximum_pool_size;
+      const uint64_t remaining = max > pool_size_ ? align(max - pool_size_) : 0;
+      return size <= remaining ? std::max(size, remaining / 2) : 0;
+    }
+    return std::max(size, pool_size_);
+  }
+
+  // A new upstream block joins the free list of the stream that needed it.
+  bool grow_by(uint64_t bytes, StreamId stream) {
+    const auto address = device_.malloc(bytes);
+    if (!address) return false;
+    pool_size_ += bytes;
+    upstream_.emplace(*address, bytes);
+    insert_free(*address, bytes, stream);
+    return true;
+  }
+
+  bool do_free(uint64_t address, StreamId stream) override {
+    const auto node = live_.extract(address);
+    if (node.empty()) return false;
+    uint64_t start = address;
+    uint64_t size = node.mapped();
+    const auto upstream = std::prev(upstream_.upper_bound(address));
+    const uint64_t lo = upstream->first;
+    const uint64_t hi = upstream->first + upstream->second;
+    // Coalesce with the neighbours that are free on the same stream, inside one upstream block.
+    if (auto next = free_.find(start + size); next != free_.end() && start + size < hi && next->second.stream == stream) {
+      by_size_[stream].erase({next->second.size, next->first});
+      size += next->second.size;
+      free_.erase(next);
+    }
+    if (auto previous = free_.lower_bound(start); previous != free_.begin() && start > lo) {
+      --previous;
+      if (previous->first + previous->second.size == start && previous->second.stream == stream) {
+        by_size_[stream].erase({previous->second.size, previous->first});
+        start = previous->first;
+        size += previous->second.size;
+        free_.erase(previous);
+      }
+    }
+    insert_free(start, size, stream);
+    return true;
+  }
+
+  Device& device_;
+  PoolConfig config_;
+  uint64_t pool_size_ = 0;
+  std::map<uint64_t, uint64_t> upstream_;  // upstream allocation start -> size
+  std::map<uint64_t, Free> free_;          // free blocks by address
+  std::map<StreamId, absl::btree_set<std::pair<uint64_t, uint64_t>>> by_size_;  // per stream: (size, address)
+  absl::flat_hash_map<uint64_t, uint64_t> live_;  // address -> size
+};
+
+std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {
+  const detail::PolicyOptions options("rmm_pool", text, {"initial_pool_size", "maximum_pool_size"});
+  PoolConfig config;
+  for (const auto& entry : options.entries()) {
+    if (entry.key == "initial_pool_size") config.initial_pool_size = options.to_bytes(entry);
+    if (entry.key == "maximum_pool_size") {
+      config.maximum_pool_size = options.to_bytes(entry);
+      if (*config.maximum_pool_size == 0) options.fail(entry, "must be more than 0");
+    }
+  }
+  if (config.maximum_pool_size && config.initial_pool_size > *config.maximum_pool_size)
+    throw PolicySpecError("rmm_pool option 'initial_pool_size': larger than maximum_pool_size");
+  return std::make_unique<RmmPoolPolicy>(device, config);
+}
+
+}  // namespace
+
+MEMREPLAY_REGISTER_POLICY(rmm_pool, .name = "rmm_pool",
+                          .description = "RAPIDS RMM's pool_memory_resource: coalescing best fit, per-stream free "
+                                         "lists, the pool doubles",
+                          .options_help = "initial_pool_size:BYTES (default 0), maximum_pool_size:BYTES (default none)",
+                          .factory = make_rmm_pool,
+                          .contract_option_sets = {"", "initial_pool_size:64MiB,maximum_pool_size:512MiB"},
+                          .releases_on_empty_cache = false);
+
+}  // namespace memreplay
