@@ -109,7 +109,7 @@ TEST(Cli, FitAtACapacityNamesTheFailingEvent) {
   const auto trace = scratch("multistream3.mrt");
   ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
   const auto r = run_cli("fit " + trace.string() + " --policy pytorch --capacity 300MiB --json -");
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.status, 1) << r.output;  // issue 12: fit --capacity exits 1 when the trace does not fit there
   const auto json = nlohmann::json::parse(r.output);
   EXPECT_FALSE(json["fits"].get<bool>());
   EXPECT_TRUE(json["oom"]["replay_event"].is_number());

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
-          nlohmann-json3-dev libabsl-dev)
+          nlohmann-json3-dev libabsl-dev
+          nodejs npm chromium python3)  # npm: the report's vendored charts; chromium, python3: their tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,10 +13,15 @@ namespace memreplay::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "Replay one trace against several policies side by side: one table, one JSON.\n"
+    "Replay one trace against several policies side by side: one table, one JSON. The table leads with reserved "
+    "peak ÷ requested peak (the waste over the floor no allocator can beat); replays that ran out of memory are "
+    "marked and never starred as the best.\n"
     "  memreplay compare run.mrt --policy pytorch --policy pytorch:expandable_segments:True "
     "--policy pytorch:max_split_size_mb:64\n"
     "  memreplay compare run.mrt --policy all    # every registered policy";
+
+// Version of compare's JSON document (the "results" entries are replay's schema, kMetricsSchemaVersion).
+constexpr int kCompareSchemaVersion = 2;
 
 struct CompareOptions {
   ReplayOptions replay;  // policy_spec: each of `policies` in turn
@@ -45,15 +50,38 @@ void compare(const CompareOptions& options) {
     if (stderr_is_terminal()) std::cerr << "replaying with " << spec << "...\n";
     ReplayOptions replay = options.replay;
     replay.policy_spec = spec;
+    warn_before_replay(replay);
     rows.push_back(run_replay(replay));
-    all.push_back(to_json(rows.back()));
+    if (rows.size() == 1) warn_after_replay(replay, rows.back());
+    nlohmann::json row = to_json(rows.back());
+    row["reserved_over_requested"] = rows.back().requested_peak == 0
+                                         ? 1.0
+                                         : double(rows.back().reserved_peak) / double(rows.back().requested_peak);
+    row["failed"] = rows.back().oom_at_event.has_value();
+    all.push_back(std::move(row));
   }
   if (const auto warning = incomplete_warning(options.replay.trace_path, rows.front())) std::cerr << "memreplay: warning: " << *warning << "\n";
   if (options.json != "-") {
     print_metrics_table(rows);
     for (const auto& m : rows) print_latency_table(m);
   }
-  if (!options.json.empty()) write_json({{"trace", options.replay.trace_path}, {"results", all}}, options.json);
+  const ReplayOptions& r = options.replay;
+  const nlohmann::json document = {
+      {"schema", "memreplay-compare"},
+      {"schema_version", kCompareSchemaVersion},
+      {"metrics_schema_version", kMetricsSchemaVersion},
+      {"trace", r.trace_path},
+      {"capacity", r.capacity ? nlohmann::json(*r.capacity) : nlohmann::json(nullptr)},
+      {"options",
+       {{"device", r.device_spec}, {"trace_device", r.trace_device}, {"lenient", r.lenient},
+        {"keep_going", r.continue_after_oom}, {"time_operations", r.time_operations}}},
+      {"definitions",
+       {{"reserved_over_requested", "reserved_peak / requested_peak"},
+        {"fragmentation_at_peak", "1 - allocated/reserved at the moment reserved peaked"},
+        {"free_fragmentation_at_peak", "1 - largest free range / all free bytes at that moment"},
+        {"failed", "the replay ran out of memory: its numbers stop at oom_at_event"}}},
+      {"results", all}};
+  if (!options.json.empty()) write_json(document, options.json);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
@@ -22,6 +23,7 @@ constexpr const char* kHelp =
 struct ImportOptions {
   std::string input;
   std::string output;
+  std::string json;
 };
 
 void import(const ImportOptions& options) {
@@ -30,8 +32,13 @@ void import(const ImportOptions& options) {
   TraceWriter writer(options.output);
   import_file(options.input, writer);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: %llu events written to %s in %.2f s\n", options.input.c_str(),
-              static_cast<unsigned long long>(writer.events_appended()), options.output.c_str(), seconds);
+  if (options.json != "-")
+    std::printf("%s: %llu events written to %s in %.2f s\n", options.input.c_str(),
+                static_cast<unsigned long long>(writer.events_appended()), options.output.c_str(), seconds);
+  if (!options.json.empty())
+    write_json({{"input", options.input}, {"output", options.output}, {"events", writer.events_appended()},
+                {"seconds", seconds}},
+               options.json);
 }
 
 }  // namespace
@@ -40,6 +47,7 @@ void add_import_command(CLI::App& app) {
   auto [command, options] = add_command<ImportOptions>(app, "import", kHelp, import);
   command.add_option("INPUT", options.input, "snapshot pickle or RMM CSV log")->required()->check(CLI::ExistingFile);
   command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
+  add_json_option(command, options.json, "what was written");
 }
 
 }  // namespace memreplay::cli

@@ -133,16 +133,14 @@ void print_summary(const nlohmann::json& s) {
 
 struct InfoOptions {
   std::string trace;
-  bool json = false;
+  std::string json;
 };
 
 void info(const InfoOptions& options) {
   TraceReader reader(options.trace);
   const nlohmann::json summary = summarize(reader, options.trace);
-  if (options.json)
-    write_json(summary, "-");
-  else
-    print_summary(summary);
+  if (options.json != "-") print_summary(summary);
+  if (!options.json.empty()) write_json(summary, options.json);
 }
 
 }  // namespace
@@ -150,7 +148,7 @@ void info(const InfoOptions& options) {
 void add_info_command(CLI::App& app) {
   auto [command, options] = add_command<InfoOptions>(app, "info", kHelp, info);
   add_trace_argument(command, options.trace);
-  command.add_flag("--json", options.json, "print JSON instead of text");
+  add_json_option(command, options.json, "the summary");
 }
 
 }  // namespace memreplay::cli

@@ -24,8 +24,10 @@
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
+#include "recorder/import/trace_writer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/text_format.h"
 
 extern char** environ;
 
@@ -257,21 +259,28 @@ void record(const RecordOptions& options) {
   for (const fs::path& p : traces) {
     try {
       nlohmann::json trace = summarize(p);
-      if (!options.quiet) print_summary(trace);
+      if (!options.quiet && options.summary_json != "-") print_summary(trace);
       result["traces"].push_back(std::move(trace));
     } catch (const InputError& e) {
       std::fprintf(stderr, "memreplay record: %s\n", e.what());
       result["traces"].push_back({{"path", p.string()}, {"error", e.what()}});
     }
   }
-  if (traces.empty())
-    std::fprintf(stderr, "memreplay record: %s made no CUDA call that was recorded; no trace written\n",
-                 options.command[0].c_str());
-  if (!options.summary_json.empty()) {
-    std::ofstream out(options.summary_json);
-    out << result.dump(2) << "\n";
-    if (!out) throw InputError(options.summary_json + ": cannot write");
+  if (traces.empty()) {
+    // A valid, empty trace, so the next step of a pipeline (info, replay, check) finds a file.
+    proto::TraceHeader header;
+    header.set_source("cuda-interposer");
+    std::string command_line;
+    for (const auto& a : options.command) command_line += (command_line.empty() ? "" : " ") + a;
+    header.set_command_line(command_line);
+    TraceWriter writer(output.string());
+    writer.begin(header);
+    writer.finish();
+    std::fprintf(stderr, "memreplay record: %s made no CUDA call that was recorded; wrote an empty trace %s\n",
+                 options.command[0].c_str(), output.c_str());
+    result["traces"].push_back(summarize(output));
   }
+  if (!options.summary_json.empty()) write_json(result, options.summary_json);
   command_exit_status = exit_status;
 }
 
@@ -282,8 +291,9 @@ void add_record_command(CLI::App& app) {
   command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
   command.add_option("--interposer", options.interposer,
                      "libmemreplay_interposer.so (default: beside this binary, or $MEMREPLAY_INTERPOSER)");
-  command.add_option("--summary-json", options.summary_json,
-                     "also write the summary (traces, events per kind, device allocations by caller) as JSON");
+  command.add_option("--summary-json,--json", options.summary_json,
+                     "also write the summary (traces, events per kind, device allocations by caller) as JSON to "
+                     "FILE (- for stdout)");
   command.add_option("--malloc-as", options.malloc_as,
                      "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
                      "program's own allocations (alloc/free_completed, replayable against allocator policies)")

@@ -22,7 +22,9 @@ struct ReplayCommandOptions {
 };
 
 void replay(const ReplayCommandOptions& options) {
+  warn_before_replay(options.replay);
   const ReplayMetrics m = run_replay(options.replay);
+  warn_after_replay(options.replay, m);
   if (const auto warning = incomplete_warning(options.replay.trace_path, m)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
   if (options.json != "-") {
     print_metrics_table({m});

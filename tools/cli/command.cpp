@@ -1,5 +1,8 @@
 #include "tools/cli/command.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "policies/plugin/plugin_loader.h"
 #include "proto/input_error.h"
 
@@ -36,7 +39,31 @@ void load_environment_plugins() {
 }
 
 void add_json_option(CLI::App& command, std::string& json, const std::string& what) {
-  command.add_option("--json", json, "write " + what + " as JSON to FILE (- for stdout)");
+  command.add_option("--json", json,
+                     "write " + what + " as JSON: to stdout with --json or --json -, else to FILE (--json out.json "
+                     "or --json=FILE)");
+}
+
+namespace {
+
+bool names_json_file(const std::string& argument) {
+  if (argument.size() < 5) return false;
+  std::string tail = argument.substr(argument.size() - 5);
+  std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+  return tail == ".json";
+}
+
+}  // namespace
+
+std::vector<std::string> normalize_json_arguments(int argc, char** argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i] == "--") break;  // the program `record` runs owns the rest
+    if (out[i] != "--json") continue;
+    const bool has_value = i + 1 < out.size() && (out[i + 1] == "-" || names_json_file(out[i + 1]));
+    if (!has_value) out[i] = "--json=-";
+  }
+  return out;
 }
 
 }  // namespace memreplay::cli

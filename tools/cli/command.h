@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -33,7 +34,12 @@ void add_trace_argument(CLI::App& command, std::string& trace);
 void add_plugin_option(CLI::App& command);
 // MEMREPLAY_PLUGINS=A.so:B.so, loaded before the command line is parsed; the same errors.
 void load_environment_plugins();
-// --json FILE, "-" for stdout; `what` says what is written.
+// --json [FILE|-], the one convention of every command: `--json` alone or `--json -` writes JSON to
+// stdout (and nothing else there), `--json FILE.json` or `--json=FILE` to a file. `what` says what.
 void add_json_option(CLI::App& command, std::string& json, const std::string& what);
+
+// Rewrites a bare `--json` (last, or followed by an option or by an argument that is neither "-"
+// nor a *.json name) into `--json=-`, so CLI11 does not take the next argument as its FILE.
+std::vector<std::string> normalize_json_arguments(int argc, char** argv);
 
 }  // namespace memreplay::cli

@@ -15,6 +15,10 @@ void add_bound_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_policies_command(CLI::App& app);
 void add_record_command(CLI::App& app);
+void add_check_command(CLI::App& app);
+void add_advise_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 
 // Set by a command that found the input bad in a way it reported itself (validate).
 inline int command_exit_status = 0;

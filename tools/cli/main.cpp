@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
       "  memreplay info run.mrt                          # what the trace holds\n"
       "  memreplay replay run.mrt --policy pytorch:expandable_segments:True\n"
       "  memreplay compare run.mrt --policy pytorch --policy pytorch:max_split_size_mb:64\n"
-      "  memreplay fit run.mrt --policy pytorch          # smallest GPU it fits on",
+      "  memreplay fit run.mrt --policy pytorch          # smallest GPU it fits on\n"
+      "  memreplay check run.mrt --policy pytorch --baseline base.json  # CI gate: exit 1 on a regression",
       "memreplay"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(memreplay::kProducer));
@@ -26,11 +27,18 @@ int main(int argc, char** argv) {
   memreplay::cli::add_replay_command(app);
   memreplay::cli::add_compare_command(app);
   memreplay::cli::add_fit_command(app);
+  memreplay::cli::add_check_command(app);
+  memreplay::cli::add_advise_command(app);
+  memreplay::cli::add_export_command(app);
+  memreplay::cli::add_report_command(app);
   memreplay::cli::add_bound_command(app);
   memreplay::cli::add_policies_command(app);
   try {
     memreplay::cli::load_environment_plugins();
-    app.parse(argc, argv);
+    std::vector<std::string> arguments = memreplay::cli::normalize_json_arguments(argc, argv);
+    std::vector<char*> pointers;
+    for (auto& a : arguments) pointers.push_back(a.data());
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::ParseError& e) {
     const int status = app.exit(e);
     return status == 0 ? 0 : 2;

@@ -25,19 +25,48 @@ void add_replay_options(CLI::App& command, ReplayOptions& options) {
                    "time every allocate/free: p50/p90/p99/max, served from cache vs needing a device call");
 }
 
+void warn_before_replay(const ReplayOptions& options) {
+  const std::string& spec = options.policy_spec;
+  const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
+  if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)
+    warn(spec + ": garbage_collection_threshold acts only under a per-process limit; without --capacity (or "
+                "per_process_memory_fraction) it changes nothing");
+  if (fraction && options.capacity)
+    warn(spec + ": per_process_memory_fraction is ignored when --capacity is given (the capacity is the limit)");
+}
+
+void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
+  if (m.events == 0)
+    warn(options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
+         " (see `memreplay info` for the devices it has); every number below is 0");
+}
+
 void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
-  std::printf("%-44s %12s %12s %12s %7s %7s %7s %6s %9s %10s %8s\n", "policy", "reserved", "allocated",
-              "requested", "frag", "allocs", "frees", "retry", "oom@", "seconds", "complete");
+  // The best row: the lowest reserved peak among replays that did not run out of memory.
+  const ReplayMetrics* best = nullptr;
+  for (const auto& m : rows)
+    if (!m.oom_at_event && (!best || m.reserved_peak < best->reserved_peak)) best = &m;
+  std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "policy", "reserved", "reserved",
+              "allocated", "requested", "unallocated", "free-space", "device", "device", "retries", "OOM", "complete");
+  std::printf("%-2s%-44s %12s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "", "÷ requested", "peak", "peak",
+              "peak", "at peak (1)", "frag (2)", "mallocs", "frees", "", "", "");
   for (const auto& m : rows) {
-    const std::string oom = m.oom_at_event ? std::to_string(*m.oom_at_event) : "-";
-    std::printf("%-44s %12s %12s %12s %7s %7llu %7llu %6llu %9s %10.4f %8s\n", m.policy.c_str(),
-                format_bytes(m.reserved_peak).c_str(), format_bytes(m.allocated_peak).c_str(),
-                format_bytes(m.requested_peak).c_str(), format_percent(m.fragmentation_at_peak).c_str(),
+    const std::string oom = m.oom_at_event ? "OOM at event " + std::to_string(*m.oom_at_event) + " (partial)" : "-";
+    const double ratio = m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak);
+    char ratio_text[32];
+    std::snprintf(ratio_text, sizeof ratio_text, "%.3f", ratio);
+    std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8llu %8llu %7llu %-30s %s\n", &m == best ? "*" : "",
+                m.policy.c_str(), ratio_text, format_bytes(m.reserved_peak).c_str(),
+                format_bytes(m.allocated_peak).c_str(), format_bytes(m.requested_peak).c_str(),
+                format_percent(m.fragmentation_at_peak).c_str(), format_percent(m.free_fragmentation_at_peak).c_str(),
                 static_cast<unsigned long long>(m.device_alloc_calls),
                 static_cast<unsigned long long>(m.device_free_calls),
-                static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.replay_seconds,
-                m.complete ? "yes" : "NO");
+                static_cast<unsigned long long>(m.alloc_retries), oom.c_str(), m.complete ? "yes" : "NO");
   }
+  std::printf("(1) 1 - allocated/reserved at the moment reserved peaked; (2) 1 - largest free range / all free "
+              "bytes at that moment (how split the free space is, not how much). Device mallocs/frees: cudaMalloc + "
+              "map / cudaFree + unmap calls.%s\n",
+              rows.size() > 1 && best ? " *: lowest reserved peak without OOM." : "");
 }
 
 void print_latency_table(const ReplayMetrics& m) {

@@ -2,6 +2,7 @@
 // share bound straight into it, and the tables those commands print.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,11 @@ namespace memreplay::cli {
 // TRACE, --device, --capacity, --trace-device, --lenient, --keep-going, --time-operations into
 // `options`, which must outlive the parse. --policy is each command's own.
 void add_replay_options(CLI::App& command, ReplayOptions& options);
+
+// Warnings for options that would silently do nothing: garbage_collection_threshold without a cap,
+// per_process_memory_fraction next to --capacity (which wins), a --trace-device with no events.
+void warn_before_replay(const ReplayOptions& options);
+void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 
 // One metrics row as the table the replay and compare commands print.
 void print_metrics_table(const std::vector<ReplayMetrics>& rows);

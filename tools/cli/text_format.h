@@ -1,4 +1,5 @@
-// Byte sizes in and out of the CLI: "8GiB" -> 8589934592, 1264582656 -> "1.18 GiB".
+// Byte sizes in and out of the CLI ("8GiB" -> 8589934592, 1264582656 -> "1.18 GiB"), output files,
+// warnings.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +10,19 @@
 
 namespace memreplay::cli {
 
-// Accepts a plain byte count or a number with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or
-// KB, MB, GB, TB (powers of 1000), case-insensitive. Throws InputError naming `option`.
+// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of
+// 1000), case-insensitive, through the policies' one parser (policies/detail/policy_options.h).
+// A plain integer is bytes, with a warning (a forgotten unit: "7" is 7 bytes); '' and a fraction
+// without a unit ("7.5") are refused. Throws InputError naming `option`.
 uint64_t parse_bytes(std::string_view text, std::string_view option);
 std::string format_bytes(uint64_t bytes);
 std::string format_percent(double fraction);
 // Writes JSON to FILE, or to stdout for "-". Throws InputError if the file can't be written.
 void write_json(const nlohmann::json& value, const std::string& path);
+// Writes `text` through PATH.tmp and a rename, so a failure leaves no partial file.
+void write_file_atomically(const std::string& path, const std::string& text);
+// "memreplay: warning: ..." on stderr.
+void warn(const std::string& message);
 bool stderr_is_terminal();
 
 }  // namespace memreplay::cli

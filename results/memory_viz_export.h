@@ -1,0 +1,25 @@
+// A trace as a PyTorch memory snapshot (torch.cuda.memory._snapshot()'s dict, pickled), which
+// PyTorch's memory_viz page and torch.cuda._memory_viz read:
+//   {"segments": [...the state at the end of the trace...],
+//    "device_traces": [[{"action", "addr", "size", "stream", "time_us", "frames"}, ...]],
+//    "allocator_settings": {...}}
+// The end state is rebuilt from the trace's segment and block events; each segment's blocks tile
+// it exactly (active blocks rounded to 512 bytes as PyTorch rounds them, the rest "inactive"), as
+// _memory_viz.segsum asserts. Events the trace starts with (kPreexisting) are state, not entries.
+// Needs segment events (PyTorch snapshots, the PyTorch live tracker): InputError otherwise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memreplay::results {
+
+struct MemoryVizExport {
+  std::string pickle;
+  uint64_t entries = 0;
+  uint64_t segments = 0;
+};
+
+MemoryVizExport export_memory_viz(const std::string& trace_path, uint32_t trace_device);
+
+}  // namespace memreplay::results

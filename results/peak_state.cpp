@@ -1,0 +1,105 @@
+#include "results/peak_state.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "policies/registry.h"
+#include "proto/input_error.h"
+#include "proto/trace_reader.h"
+#include "replayer/device_registry.h"
+#include "replayer/replay_session.h"
+#include "results/observing_policy.h"
+
+namespace memreplay::results {
+namespace {
+
+PeakState describe(const Device& device, const ObservingPolicy& observer, size_t top_stacks) {
+  PeakState state;
+  state.found = true;
+  state.reserved = device.counters().reserved_bytes;
+  for (const auto& [start, end] : device.backed_ranges()) state.segments.push_back({start, end - start, {}});
+  std::map<uint32_t, StackBytes> by_stack;
+  for (const auto& [address, block] : observer.live_blocks()) {
+    state.allocated += block.size;
+    state.requested += block.requested;
+    auto& s = by_stack[block.stack];
+    s.stack = block.stack;
+    s.bytes += block.requested;
+    ++s.blocks;
+    // The segment holding it: the last one starting at or before its address.
+    auto segment = std::upper_bound(state.segments.begin(), state.segments.end(), address,
+                                    [](uint64_t a, const PeakSegment& s) { return a < s.address; });
+    if (segment == state.segments.begin()) continue;
+    --segment;
+    if (address >= segment->address + segment->size) continue;
+    segment->blocks.push_back({address - segment->address, block.size, block.requested, block.stack});
+  }
+  for (const auto& [_, s] : by_stack) state.top_stacks.push_back(s);
+  std::sort(state.top_stacks.begin(), state.top_stacks.end(),
+            [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
+  if (state.top_stacks.size() > top_stacks) state.top_stacks.resize(top_stacks);
+  return state;
+}
+
+}  // namespace
+
+PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks) {
+  TraceReader reader(options.trace_path);
+  DeviceRequest request;
+  request.capacity = options.capacity;
+  for (const auto& d : reader.header().devices())
+    if (d.index() == options.trace_device) request.total_memory = d.total_memory();
+  auto device = DeviceRegistry::instance().create(options.device_spec, request);
+  std::unique_ptr<Policy> policy;
+  try {
+    policy = PolicyRegistry::instance().create(options.policy_spec, *device);
+  } catch (const PolicySpecError& e) {
+    throw InputError("--policy " + options.policy_spec + ": " + e.what());
+  }
+  ObservingPolicy observer(*policy, false, true);
+  ReplayOptions session_options = options;
+  session_options.timeline_points = 1;
+  ReplaySession session(observer, *device, session_options);
+
+  std::vector<Event> batch;
+  uint64_t index = 0, replay_index = 0;
+  while (reader.next_batch(batch)) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Event& e = batch[i];
+      if (e.device == options.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
+      if (!session.feed(e, index + i)) return {};
+      if (e.device != options.trace_device) continue;
+      const bool replayed = (e.kind == EventKind::alloc && !e.has_flag(kPreexisting)) ||
+                            e.kind == EventKind::free_completed;
+      if (replayed) ++replay_index;
+      if (device->counters().reserved_bytes == reserved_peak) {
+        PeakState state = describe(*device, observer, top_stacks);
+        state.replay_event = replay_index == 0 ? 0 : replay_index - 1;
+        state.trace_event = index + i;
+        return state;
+      }
+    }
+    index += batch.size();
+  }
+  return {};
+}
+
+}  // namespace memreplay::results
+
+namespace memreplay::results {
+
+std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path, const std::vector<StackBytes>& stacks) {
+  TraceReader reader(trace_path);
+  std::vector<std::vector<std::string>> out;
+  for (const auto& s : stacks) {
+    std::vector<std::string> lines;
+    if (s.stack != 0)
+      for (const auto& f : reader.stack_frames(s.stack))
+        lines.push_back(f.filename + ":" + std::to_string(f.line) + " " + f.name);
+    out.push_back(std::move(lines));
+  }
+  return out;
+}
+
+}  // namespace memreplay::results

@@ -1,0 +1,53 @@
+// The allocator's state at the moment reserved memory peaked: every segment (backed device range)
+// with its blocks, and the stacks that own the live bytes. Found by replaying again up to the
+// first event after which reserved bytes equal the peak the first replay measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replayer/replay_options.h"
+
+namespace memreplay::results {
+
+struct PeakBlock {
+  uint64_t offset = 0;  // from the start of its segment
+  uint64_t size = 0;
+  uint64_t requested = 0;
+  uint32_t stack = 0;
+};
+
+struct PeakSegment {
+  uint64_t address = 0;  // device address (simulated)
+  uint64_t size = 0;
+  std::vector<PeakBlock> blocks;  // by offset; the rest of the segment is free
+};
+
+struct StackBytes {
+  uint32_t stack = 0;
+  uint64_t bytes = 0;  // requested bytes live from this stack
+  uint64_t blocks = 0;
+};
+
+struct PeakState {
+  bool found = false;         // false when the replay never reached `reserved_peak` between events
+  uint64_t replay_event = 0;  // index over alloc + free_completed events
+  uint64_t trace_event = 0;
+  uint64_t reserved = 0;
+  uint64_t allocated = 0;
+  uint64_t requested = 0;
+  std::vector<PeakSegment> segments;  // by address
+  std::vector<StackBytes> top_stacks;  // largest first, at most `top_stacks`
+};
+
+PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks = 10);
+
+}  // namespace memreplay::results
+
+namespace memreplay::results {
+
+// "file:line name" for each frame (innermost first) of each stack in `stacks`.
+std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path, const std::vector<StackBytes>& stacks);
+
+}  // namespace memreplay::results

@@ -1,0 +1,368 @@
+// memreplay report: draws the data memreplay embedded in this page (script#memreplay-data) with
+// uPlot (the timeline) and a canvas (the segment map). Everything runs before the load event, so
+// a headless browser's DOM dump shows the finished page; body[data-state] says how it went.
+"use strict";
+(function () {
+  const errors = [];
+  function showErrors() {
+    const box = document.getElementById("errors");
+    box.hidden = errors.length === 0;
+    box.textContent = errors.join("\n");
+    document.body.dataset.errors = String(errors.length);
+  }
+  window.addEventListener("error", (e) => { errors.push(String(e.message)); showErrors(); });
+
+  const KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+  function fmtBytes(v) {
+    if (v == null || isNaN(v)) return "";
+    const a = Math.abs(v);
+    if (a >= GiB) return (v / GiB).toFixed(2) + " GiB";
+    if (a >= MiB) return (v / MiB).toFixed(1) + " MiB";
+    if (a >= KiB) return (v / KiB).toFixed(1) + " KiB";
+    return v.toFixed(0) + " B";
+  }
+  const fmtPct = (f) => (f * 100).toFixed(1) + "%";
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v; else e.setAttribute(k, v);
+    }
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+  function table(head, rows, textColumns) {
+    const t = el("table");
+    t.append(el("tr", {}, ...head.map((h, i) => el("th", { class: textColumns.includes(i) ? "text" : "" }, h))));
+    for (const r of rows) {
+      const tr = el("tr", r.cls ? { class: r.cls } : {});
+      r.cells.forEach((c, i) => tr.append(el("td", { class: textColumns.includes(i) ? "text" : "" }, c)));
+      t.append(tr);
+    }
+    return t;
+  }
+
+  // A packed series (results/report_data.h, encode_series): base64 of zlib of LEB128 varints, each
+  // zigzag(delta) * 2 + run, followed by the repeat count when run is 1. `length`: values it holds.
+  function decode(b64, length) {
+    const bin = atob(b64);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const raw = fflate.unzlibSync(bytes);
+    const out = new Float64Array(length);
+    let n = 0, acc = 0, i = 0;
+    const next = () => {
+      let v = 0, scale = 1, b;
+      do { b = raw[i++]; v += (b & 0x7f) * scale; scale *= 128; } while (b & 0x80);
+      return v;
+    };
+    while (i < raw.length && n < length) {
+      const v = next(), run = v % 2, zz = (v - run) / 2;
+      const delta = zz % 2 === 1 ? -(zz + 1) / 2 : zz / 2;
+      const times = run ? next() + 1 : 1;
+      for (let k = 0; k < times && n < length; k++) { acc += delta; out[n++] = acc; }
+    }
+    return out.subarray(0, n);
+  }
+
+  // Min/max pyramid over one series: level L buckets 4^L points. Zoomed out, a range is drawn from
+  // the level with at most ~2 buckets per pixel; zoomed in, from the points themselves.
+  function pyramid(values) {
+    const levels = [{ min: values, max: values }];
+    let prev = levels[0];
+    while (prev.min.length > 2048) {
+      const n = Math.ceil(prev.min.length / 4);
+      const min = new Float64Array(n), max = new Float64Array(n);
+      for (let j = 0; j < n; j++) {
+        let lo = Infinity, hi = -Infinity;
+        for (let i = j * 4; i < Math.min(j * 4 + 4, prev.min.length); i++) {
+          if (prev.min[i] < lo) lo = prev.min[i];
+          if (prev.max[i] > hi) hi = prev.max[i];
+        }
+        min[j] = lo; max[j] = hi;
+      }
+      prev = { min, max };
+      levels.push(prev);
+    }
+    return levels;
+  }
+
+  function lowerBound(xs, v) {
+    let lo = 0, hi = xs.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (xs[m] < v) lo = m + 1; else hi = m; }
+    return lo;
+  }
+
+  const data = JSON.parse(document.getElementById("memreplay-data").textContent);
+  const policies = data.policies;
+  const colours = ["#1f6feb", "#d9480f", "#2b8a3e", "#9c36b5", "#c2255c", "#0b7285", "#e67700", "#5f3dc4"];
+
+  document.getElementById("title").textContent = "memreplay report: " + data.trace;
+  document.getElementById("subtitle").textContent =
+    policies.length + " policies, " + data.series.points.toLocaleString() + " timeline points" +
+    (data.series.bucket_events > 1 ? " (each the maximum of " + data.series.bucket_events + " events)" : "") +
+    (data.capacity ? ", capacity " + fmtBytes(data.capacity) : "") + (data.complete ? "" : " — INCOMPLETE TRACE");
+
+  // ---- advice ----
+  function drawAdvice() {
+    const a = data.advice;
+    const body = document.getElementById("advice-body");
+    const cur = a.current;
+    body.append(el("p", {}, "Now (" + cur.policy + "): reserved peak " + fmtBytes(cur.reserved_peak) +
+      ", requested peak " + fmtBytes(cur.requested_peak) + " (the floor), device mallocs + frees " +
+      (cur.device_alloc_calls + cur.device_free_calls) +
+      (cur.smallest_fit_bytes != null ? ", fits in " + fmtBytes(cur.smallest_fit_bytes) : "") + "."));
+    const list = el("ol", { class: "advice" });
+    if (a.items.length === 0) list.append(el("li", {}, "Nothing to change: no setting tried lowers the reserved peak or the device calls."));
+    for (const item of a.items) {
+      const li = el("li", {}, el("span", { class: "title" }, item.title));
+      if (item.paste) {
+        const code = el("code", {}, item.paste);
+        const copy = el("button", { class: "copy", type: "button" }, "copy");
+        copy.addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText(item.paste));
+        li.append(el("br"), code, copy);
+      }
+      li.append(el("br"), item.evidence);
+      list.append(li);
+    }
+    body.append(list);
+
+    let best = -1;
+    policies.forEach((p, i) => {
+      if (p.metrics.oom_at_event == null && (best < 0 || p.metrics.reserved_peak < policies[best].metrics.reserved_peak)) best = i;
+    });
+    document.getElementById("policy-table").append(table(
+      ["policy", "reserved peak", "reserved ÷ requested", "requested peak", "unallocated at peak ¹", "free-space fragmentation ²", "device calls", "OOM"],
+      policies.map((p, i) => ({
+        cls: p.metrics.oom_at_event != null ? "oom" : (i === best ? "best" : ""),
+        cells: [p.policy, fmtBytes(p.metrics.reserved_peak), p.metrics.overhead.toFixed(3), fmtBytes(p.metrics.requested_peak),
+          fmtPct(p.metrics.unallocated_at_peak), fmtPct(p.metrics.free_fragmentation_at_peak), p.metrics.device_calls,
+          p.metrics.oom_at_event != null ? "OOM at event " + p.metrics.oom_at_event + " (numbers partial)" : "-"],
+      })), [0, 7]));
+    document.getElementById("policy-table").append(el("p", { class: "hint" },
+      "¹ 1 − allocated/reserved when reserved memory peaked. ² 1 − largest free range ÷ all free bytes at that moment: how split the free space is, not how much of it there is. Bold: the lowest reserved peak without OOM."));
+
+    const sizes = Object.keys(cur.fits_on_gpu).sort((a, b) => parseFloat(a) - parseFloat(b));
+    const rows = [cur].concat(a.candidates).map((c) => ({
+      cls: c.oom ? "oom" : "",
+      cells: [c.policy, c.paste, c.smallest_fit_bytes != null ? fmtBytes(c.smallest_fit_bytes) : "not searched"]
+        .concat(sizes.map((s) => c.fits_on_gpu[s] == null ? "?" : (c.fits_on_gpu[s] ? "yes" : "no"))),
+    }));
+    document.getElementById("gpu-table").append(table(["setting", "to paste", "smallest fit"].concat(sizes), rows, [0, 1]));
+    document.getElementById("gpu-table").append(el("p", { class: "hint" },
+      "A GPU counts as fitting when every capacity tested at or above the search's answer fitted (fitting need not be monotonic). The CUDA context and other libraries take some more memory."));
+  }
+
+  // ---- timeline ----
+  let timelineInk = 0;
+  function drawTimeline() {
+    const n = data.series.points;
+    const xs = decode(data.series.x, n);
+    const times = decode(data.series.time_ns, n);
+    const series = [{ label: "requested", values: decode(data.series.requested, n), stroke: "#868e96", dash: [] }];
+    policies.forEach((p, i) => {
+      const c = colours[i % colours.length];
+      const allocated = decode(p.allocated_over_requested, p.points), requested = series[0].values;
+      for (let k = 0; k < allocated.length; k++) allocated[k] += requested[k];
+      series.push({ label: p.policy + " reserved", values: decode(p.reserved, p.points), stroke: c, dash: [] });
+      series.push({ label: p.policy + " allocated", values: allocated, stroke: c, dash: [6, 4] });
+    });
+    for (const s of series) s.levels = pyramid(s.values);
+    const full = { min: xs[0], max: xs[xs.length - 1] };
+    const container = document.getElementById("timeline-chart");
+    const width = Math.max(600, (container.clientWidth || document.documentElement.clientWidth || 1200) - 8);
+
+    function window_(min, max, pixels) {
+      const i0 = Math.max(0, lowerBound(xs, min) - 1), i1 = Math.min(xs.length, lowerBound(xs, max) + 1);
+      const count = i1 - i0;
+      let level = 0, step = 1;
+      while (count / step > 2 * pixels && level + 1 < series[0].levels.length) { level++; step *= 4; }
+      const out = [[]].concat(series.map(() => []));
+      if (level === 0) {
+        for (let i = i0; i < i1; i++) {
+          out[0].push(xs[i]);
+          series.forEach((s, k) => out[k + 1].push(i < s.values.length ? s.values[i] : null));
+        }
+        return out;
+      }
+      for (let j = Math.floor(i0 / step); j * step < i1; j++) {
+        const a = j * step, b = Math.min(xs.length - 1, a + step - 1);
+        out[0].push(xs[a], (xs[a] + xs[b]) / 2);
+        series.forEach((s, k) => {
+          const lv = s.levels[level];
+          const ok = j < lv.max.length && a < s.values.length;
+          out[k + 1].push(ok ? lv.max[j] : null, ok ? lv.min[j] : null);
+        });
+      }
+      return out;
+    }
+
+    let refilling = false;
+    const opts = {
+      width, height: 440,
+      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, hi * 1.05 || 1] } },
+      axes: [
+        { label: "replayed event (alloc and free)", values: (u, ticks) => ticks.map((t) => t.toLocaleString()) },
+        { values: (u, ticks) => ticks.map(fmtBytes), size: 86 },
+      ],
+      series: [{
+        label: "event",
+        value: (u, v) => {
+          if (v == null) return "";
+          const i = Math.min(times.length - 1, lowerBound(xs, v));
+          return Math.round(v).toLocaleString() + " (" + (times[i] / 1e6).toFixed(1) + " ms)";
+        },
+      }].concat(series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.5, value: (u, v) => fmtBytes(v), spanGaps: false }))),
+      cursor: { drag: { x: true, y: false } },
+      hooks: {
+        setScale: [(u, key) => {
+          if (key !== "x" || refilling) return;
+          refilling = true;
+          const min = u.scales.x.min, max = u.scales.x.max;
+          // New data resets uPlot's visible index window (false would keep the old data's indices).
+          u.setData(window_(min, max, width));
+          u.setScale("x", { min, max });
+          refilling = false;
+        }],
+      },
+    };
+    // uPlot draws in a microtask: the draw hook counts the ink (evidence for the headless test that
+    // lines were drawn) and marks the page finished.
+    opts.hooks.draw = [(u) => {
+      // Opaque pixels inside the plot area: the series' lines (the grid is drawn nearly transparent).
+      const b = u.bbox, img = u.ctx.getImageData(b.left, b.top, Math.max(1, b.width), Math.max(1, b.height)).data;
+      timelineInk = 0;
+      for (let i = 3; i < img.length; i += 4) if (img[i] > 200) timelineInk++;
+      document.body.dataset.timelineInk = String(timelineInk);
+      document.body.dataset.timelineShown = u.data[0].length + " " + u.scales.x.min + " " + u.scales.x.max;
+      if (document.body.dataset.state === "drawing") {
+        document.body.dataset.drawnMs = performance.now().toFixed(0);
+        document.body.dataset.state = timelineInk > 0 ? "drawn" : "empty";
+      }
+    }];
+    const plot = new uPlot(opts, window_(full.min, full.max, width), container);
+    plot.over.addEventListener("dblclick", () => plot.setScale("x", full));
+    window.memreplayTimeline = plot;
+  }
+
+  // ---- segment map ----
+  let segmentInk = 0;
+  function stackColour(index) {
+    if (index < 0) return "#74a9cf";
+    const h = (index * 137.508) % 360;
+    return "hsl(" + h.toFixed(0) + ",55%,55%)";
+  }
+  function drawSegments(which) {
+    const p = policies[which];
+    const peak = p.peak;
+    const canvas = document.getElementById("segment-canvas");
+    const summary = document.getElementById("segment-summary");
+    const segs = peak.segments.slice().sort((a, b) => b[1] - a[1]);
+    const shown = segs.slice(0, 400);
+    const width = Math.max(600, Math.min(1400, (document.documentElement.clientWidth || 1200) - 60));
+    const rowH = Math.max(3, Math.min(16, Math.floor(640 / Math.max(1, shown.length))));
+    canvas.width = width; canvas.height = Math.max(40, shown.length * rowH + 4);
+    const ctx = canvas.getContext("2d");
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    const label = 150, barW = width - label - 10;
+    const maxSize = shown.length ? shown[0][1] : 1;
+    let free = 0, largestFree = 0;
+    for (const s of segs) {
+      let cursor = 0;
+      for (const b of s[2]) { const gap = b[0] - cursor; if (gap > 0) { free += gap; largestFree = Math.max(largestFree, gap); } cursor = b[0] + b[1]; }
+      if (s[1] > cursor) { free += s[1] - cursor; largestFree = Math.max(largestFree, s[1] - cursor); }
+    }
+    summary.textContent = peak.found
+      ? p.policy + " at replay event " + peak.replay_event.toLocaleString() + ": " + segs.length + " segments, reserved " +
+        fmtBytes(peak.reserved) + ", allocated " + fmtBytes(peak.allocated) + ", requested " + fmtBytes(peak.requested) +
+        ", free " + fmtBytes(free) + " (largest free range " + fmtBytes(largestFree) + ")" +
+        (segs.length > shown.length ? "; the " + shown.length + " largest segments drawn" : "")
+      : p.policy + ": the peak happened inside an allocation (a retry), not between events; no state to draw";
+    ctx.font = "11px system-ui, sans-serif";
+    shown.forEach((s, r) => {
+      const y = r * rowH + 2, w = Math.max(1, (s[1] / maxSize) * barW);
+      ctx.fillStyle = "#e9ecef";
+      ctx.fillRect(label, y, w, rowH - 1);
+      for (const b of s[2]) {
+        ctx.fillStyle = stackColour(b[3]);
+        ctx.fillRect(label + (b[0] / maxSize) * barW, y, Math.max(0.5, (b[1] / maxSize) * barW), rowH - 1);
+      }
+      if (rowH >= 10) { ctx.fillStyle = "#1d232a"; ctx.fillText(fmtBytes(s[1]), 4, y + rowH - 3); }
+    });
+    const img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    segmentInk = 0;
+    for (let i = 3; i < img.length; i += 16) if (img[i] > 0) segmentInk++;
+    document.body.dataset.segmentInk = String(segmentInk);
+
+    const tip = document.getElementById("segment-tip");
+    canvas.onmousemove = (e) => {
+      const rect = canvas.getBoundingClientRect();
+      const x = (e.clientX - rect.left) * (canvas.width / rect.width), y = (e.clientY - rect.top) * (canvas.height / rect.height);
+      const r = Math.floor((y - 2) / rowH), s = shown[r];
+      if (!s || x < label) { tip.hidden = true; return; }
+      const off = ((x - label) / barW) * maxSize;
+      if (off > s[1]) { tip.hidden = true; return; }
+      let text = "segment 0x" + s[0].toString(16) + ", " + fmtBytes(s[1]) + ", " + s[2].length + " live blocks\n";
+      const b = s[2].find((b) => off >= b[0] && off < b[0] + b[1]);
+      if (b) {
+        text += "block at +" + fmtBytes(b[0]) + ": " + fmtBytes(b[1]) + " (requested " + fmtBytes(b[2]) + ")";
+        if (b[3] >= 0) text += "\n" + data.stacks[b[3]].join("\n");
+      } else text += "free";
+      tip.textContent = text;
+      tip.style.left = e.clientX + 14 + "px"; tip.style.top = e.clientY + 14 + "px";
+      tip.hidden = false;
+    };
+    canvas.onmouseleave = () => { tip.hidden = true; };
+  }
+  function drawSegmentControls() {
+    const controls = document.getElementById("segment-controls");
+    const buttons = policies.map((p, i) => {
+      const b = el("button", { type: "button" }, p.policy);
+      b.addEventListener("click", () => { buttons.forEach((x) => x.classList.remove("selected")); b.classList.add("selected"); drawSegments(i); });
+      controls.append(b);
+      return b;
+    });
+    buttons[0].classList.add("selected");
+    drawSegments(0);
+  }
+
+  // ---- stacks ----
+  function drawStacks() {
+    const body = document.getElementById("stacks-body");
+    for (const p of policies) {
+      body.append(el("h3", {}, p.policy + " (reserved peak " + fmtBytes(p.metrics.reserved_peak) + ")"));
+      const top = p.peak.top_stacks || [];
+      if (top.length === 0) { body.append(el("p", { class: "hint" }, "No live blocks at the peak.")); continue; }
+      body.append(table(["requested bytes", "blocks", "stack (innermost first)"],
+        top.map((s) => ({ cells: [fmtBytes(s.bytes), s.blocks, el("div", { class: "frames" }, s.frames.length ? s.frames.slice(0, 6).join("\n") : "(no stack recorded)")] })), [2]));
+    }
+  }
+
+  // #view=timeline shows one view; #zoom=FROM-TO zooms the timeline to those replayed events.
+  function applyView() {
+    const m = /view=(\w+)/.exec(location.hash);
+    document.body.dataset.view = m ? m[1] : "all";
+    const z = /zoom=(\d+)-(\d+)/.exec(location.hash);
+    if (z && window.memreplayTimeline) window.memreplayTimeline.setScale("x", { min: Number(z[1]), max: Number(z[2]) });
+  }
+  window.addEventListener("hashchange", applyView);
+
+  // How long each part took (ms since navigation start), for the report's own performance test.
+  const stages = [];
+  const stage = (name) => stages.push(name + ":" + performance.now().toFixed(0));
+  try {
+    stage("script");
+    drawAdvice();
+    drawTimeline();
+    stage("timeline");
+    drawSegmentControls();
+    stage("segments");
+    drawStacks();
+    document.body.dataset.stages = stages.join(" ");
+    applyView();
+    document.body.dataset.state = "drawing";  // the timeline's draw hook finishes it
+  } catch (e) {
+    errors.push(String(e && e.stack || e));
+    document.body.dataset.state = "failed";
+  }
+  showErrors();
+})();

@@ -1,0 +1,76 @@
+// memreplay export TRACE --to memory-viz|perfetto -o FILE: the trace in the viewers people use.
+#include <cstdio>
+
+#include "proto/input_error.h"
+#include "proto/trace_reader.h"
+#include "results/memory_viz_export.h"
+#include "results/perfetto_export.h"
+#include "results/replay_batch.h"
+#include "tools/cli/command.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/text_format.h"
+
+namespace memreplay::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Export a trace to the viewers people already use.\n"
+    "  --to memory-viz: a PyTorch memory snapshot pickle, for pytorch.org/memory_viz and torch.cuda._memory_viz "
+    "(needs a trace with segment events: imported from a snapshot or recorded with memreplay.torch)\n"
+    "  --to perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): counter tracks of reserved, "
+    "allocated and requested bytes per --policy, and every allocation as a slice\n"
+    "  memreplay export run.mrt --to memory-viz -o snap.pickle\n"
+    "  memreplay export run.mrt --to perfetto --policy pytorch --policy pytorch:expandable_segments:True -o run.json";
+
+struct ExportOptions {
+  std::string trace;
+  std::string to;
+  std::string output;
+  std::vector<std::string> policies;
+  uint32_t trace_device = 0;
+  bool allow_incomplete = false;
+};
+
+void export_trace(const ExportOptions& options) {
+  {
+    TraceReader reader(options.trace);
+    if (!reader.complete() && !options.allow_incomplete)
+      throw InputError(options.trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
+                       "); --allow-incomplete to export what it holds");
+  }
+  if (options.to == "memory-viz") {
+    if (!options.policies.empty()) warn("--policy is not used by --to memory-viz (it exports the trace's own state)");
+    const auto out = results::export_memory_viz(options.trace, options.trace_device);
+    write_file_atomically(options.output, out.pickle);
+    std::printf("%s: %llu trace entries and %llu segments written to %s\n", options.trace.c_str(),
+                static_cast<unsigned long long>(out.entries), static_cast<unsigned long long>(out.segments),
+                options.output.c_str());
+    return;
+  }
+  ReplayOptions base;
+  base.trace_path = options.trace;
+  base.trace_device = options.trace_device;
+  base.timeline_points = size_t{1} << 24;  // every event, up to 16M of them
+  const std::vector<std::string> policies = options.policies.empty() ? std::vector<std::string>{"pytorch"}
+                                                                     : options.policies;
+  const auto replays = results::replay_policies(base, policies);
+  write_file_atomically(options.output, results::export_perfetto(options.trace, options.trace_device, replays.metrics));
+  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(),
+              policies.size(), options.output.c_str());
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto [command, options] = add_command<ExportOptions>(app, "export", kHelp, export_trace);
+  add_trace_argument(command, options.trace);
+  command.add_option("--to", options.to, "memory-viz or perfetto")
+      ->required()
+      ->check(CLI::IsMember({"memory-viz", "perfetto"}));
+  command.add_option("-o,--output", options.output, "file to write")->required();
+  command.add_option("--policy", options.policies, "perfetto: a policy whose counters to add (repeat; default pytorch)");
+  command.add_option("--trace-device", options.trace_device, "which recorded device (default 0)");
+  command.add_flag("--allow-incomplete", options.allow_incomplete, "export a trace that has no footer");
+}
+
+}  // namespace memreplay::cli
