@@ -369,13 +369,13 @@ class SnapshotImporter {
   // segment_pool_id, PyTorch's MempoolId_t pair, as a pool id (pool_assignment.h).
   uint16_t pool_id(Value pool, const std::string& where) {
     if (!(pool.is(Kind::tuple) || pool.is(Kind::list)) || pool.size() != 2)
-      fail(where + ": 'segment_pool_id' is not a pair");
+      fail(pool, where + ": 'segment_pool_id' is not a pair");
     std::array<uint64_t, 2> pair{};
     size_t i = 0;
     for (Value part : pool.items())
-      pair[i++] = non_negative(part, "segment_pool_id", [&](const std::string& what) { fail(where + ": " + what); });
+      pair[i++] = non_negative(part, "segment_pool_id", [&](const std::string& what) { fail(part, where + ": " + what); });
     const auto id = pool_ids_.id(pair[0], pair[1]);
-    if (!id) fail(where + ": more private pools than a trace can name (65535)");
+    if (!id) fail(pool, where + ": more private pools than a trace can name (65535)");
     return *id;
   }
 
