@@ -8,11 +8,14 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
           nlohmann-json3-dev libabsl-dev
-          nodejs npm chromium python3)  # npm: the report's vendored charts; chromium, python3: their tests
+          chromium python3)  # chromium, python3: the report's browser tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm vendors the report's charting library at build time. A machine may already have Node.js
+# with its own npm (NodeSource's nodejs bundles it and conflicts with Debian's npm package).
+command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
