@@ -13,7 +13,6 @@
 namespace memreplay::results {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
 
 std::string policy_name(const std::string& spec) { return spec.substr(0, spec.find(':')); }
 std::string policy_options(const std::string& spec) {
@@ -67,10 +66,15 @@ uint64_t count_empty_cache(const ReplayOptions& base) {
   return n;
 }
 
+std::string gpu_label(uint64_t bytes) { return std::to_string(bytes / 1'000'000'000) + "GB"; }
+
 }  // namespace
 
 const std::vector<uint64_t>& common_gpu_sizes() {
-  static const std::vector<uint64_t> sizes = {24 * kGiB, 40 * kGiB, 48 * kGiB, 80 * kGiB, 94 * kGiB, 141 * kGiB};
+  // Decimal GB, as the cards are sold: at most what each card reports (an H200's "141 GB" is
+  // 150,109,880,320 bytes, 139.8 GiB; 141 GiB would be more memory than it has).
+  constexpr uint64_t kGB = 1'000'000'000;
+  static const std::vector<uint64_t> sizes = {24 * kGB, 40 * kGB, 48 * kGB, 80 * kGB, 94 * kGB, 141 * kGB};
   return sizes;
 }
 
@@ -208,7 +212,7 @@ nlohmann::json advice_json(const Advice& a, const std::vector<std::vector<std::s
   const auto candidate = [&](const CandidateResult& c) {
     nlohmann::json fits = nlohmann::json::object();
     for (uint64_t size : a.gpu_sizes)
-      fits[std::to_string(size / kGiB) + "GiB"] =
+      fits[gpu_label(size)] =
           c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes <= size) : nlohmann::json(nullptr);
     return nlohmann::json{{"policy", c.policy},
                           {"paste", c.paste},
@@ -259,7 +263,7 @@ std::string advice_text(const Advice& a, const std::vector<std::vector<std::stri
   char head[64];
   std::snprintf(head, sizeof head, "%-44s", "setting");
   out += head;
-  for (uint64_t size : a.gpu_sizes) out += std::to_string(size / kGiB) + "GiB ";
+  for (uint64_t size : a.gpu_sizes) out += gpu_label(size) + " ";
   out += "\n";
   std::vector<const CandidateResult*> rows = {&a.current};
   for (const auto& c : a.candidates) rows.push_back(&c);
@@ -269,7 +273,7 @@ std::string advice_text(const Advice& a, const std::vector<std::vector<std::stri
     for (uint64_t size : a.gpu_sizes) {
       const std::string cell = !c->fits_above_bytes ? "?" : (*c->fits_above_bytes <= size ? "yes" : "no");
       char buffer[16];
-      std::snprintf(buffer, sizeof buffer, "%-*s", static_cast<int>(std::to_string(size / kGiB).size() + 4),
+      std::snprintf(buffer, sizeof buffer, "%-*s", static_cast<int>(gpu_label(size).size() + 1),
                     cell.c_str());
       out += buffer;
     }

@@ -47,10 +47,10 @@ struct Advice {
   uint64_t empty_cache_calls = 0;
   std::optional<CandidateResult> current_without_empty_cache;
   PeakState peak;  // the current policy at its reserved peak
-  std::vector<uint64_t> gpu_sizes;  // bytes (GiB), as gpu_fits
+  std::vector<uint64_t> gpu_sizes;  // bytes, common_gpu_sizes()
 };
 
-// The sizes the table of GPUs uses: 24, 40, 48, 80, 94, 141 GiB.
+// The sizes the table of GPUs uses: 24, 40, 48, 80, 94, 141 GB (decimal, as sold).
 const std::vector<uint64_t>& common_gpu_sizes();
 // The setting to paste for a spec: "pytorch:a:b" -> "PYTORCH_CUDA_ALLOC_CONF=a:b".
 std::string paste_for(const std::string& spec);

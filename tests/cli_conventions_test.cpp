@@ -118,7 +118,7 @@ TEST_F(CliConventions, AdviseRanksSettingsWithEvidenceAndCountsEmptyCache) {
   for (size_t i = 1; i < a["candidates"].size(); ++i)
     if (!a["candidates"][i]["oom"].get<bool>())
       EXPECT_LE(a["candidates"][i - 1]["reserved_peak"], a["candidates"][i]["reserved_peak"]);
-  EXPECT_TRUE(a["current"]["fits_on_gpu"]["24GiB"].get<bool>());
+  EXPECT_TRUE(a["current"]["fits_on_gpu"]["24GB"].get<bool>());
   // The one-pass replays (results/replay_batch.h) give what a plain replay gives.
   const auto plain = run("replay " + testing::imported_trace("vit_infer_varbatch.emptycache") + " --policy pytorch --json");
   const auto m = nlohmann::json::parse(plain.out);
