@@ -79,7 +79,9 @@ Baseline load_baseline(const std::string& path) {
   Baseline b;
   try {
     if (j.contains("capacity") && !j["capacity"].is_null()) b.capacity = j["capacity"].get<uint64_t>();
-    for (const auto& [name, value] : j.value("tolerances", nlohmann::json::object()).items()) {
+    // A named copy: items() of the temporary j.value() returns would outlive it.
+    const nlohmann::json tolerances = j.value("tolerances", nlohmann::json::object());
+    for (const auto& [name, value] : tolerances.items()) {
       check_metric(name);
       b.tolerances[name] = value.get<double>();
     }
