@@ -158,18 +158,7 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
 
 int memreplay_record(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream, uint64_t address,
                      uint64_t size, uint32_t flags, uint64_t aux, uint64_t context) {
-  if (r == nullptr || !memreplay::is_valid_event_kind(kind) ||
-      kind == static_cast<uint32_t>(memreplay::EventKind::annotation))
-    return 0;
-  memreplay::Event e;
-  e.kind = static_cast<memreplay::EventKind>(kind);
-  e.device = device;
-  e.stream = stream;
-  e.address = address;
-  e.size = size;
-  e.flags = flags;
-  e.aux = aux;
-  return r->recorder.record(e, context) ? 1 : 0;
+  return memreplay_record_in_pool(r, kind, device, stream, address, size, flags, aux, context, 0);
 }
 
 int memreplay_record_in_pool(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream,
