@@ -21,7 +21,7 @@
 // and to at most kMaxChunkExpansion times its compressed size plus 64 KiB (real chunks expand
 // 10-100 times, very regular ones a few hundred; 64 MiB of zeros expands 30,000 times). A chunk
 // over either is damage. And a whole file holds at most event_budget(file size) events, about
-// kMaxEventsPerByte per byte: real traces hold about one (the shared ones 0.5-1.3), but 300
+// kMaxEventsPerByte per byte: real traces hold about one (the shared ones 0.3-1.0), but 300
 // chunks each within the ceilings fit 19.7 M events in 515 KB, which would take replay minutes
 // and `info` gigabytes. A file over it is refused at open when its footer says so, else at the
 // chunk that goes over.
