@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <array>
@@ -317,6 +318,30 @@ TEST_F(HostileInput, HeaderWithInvalidUtf8GivesOurLineOnly) {
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_EQ(line_count(run.err), 1u) << run.err;  // not libprotobuf's log line first
   EXPECT_NE(run.err.find(trace + ": byte 8: header record does not parse"), std::string::npos) << run.err;
+}
+
+// --- an input that shrinks while it is mapped ---
+
+TEST_F(HostileInput, AnInputThatShrinksWhileMappedEndsWithOneLineAndStatus2) {
+  const std::string input = path("shrinking.pickle");
+  write_file(input, std::string(1u << 20, 'x'));
+  const std::string err = path("err.txt");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::freopen(err.c_str(), "w", stderr);
+    const InputBytes bytes(input);
+    truncate(input.c_str(), 0);
+    volatile char last = bytes.view()[(1u << 20) - 1];  // past the new end: SIGBUS
+    (void)last;
+    _exit(0);
+  }
+  int raw = 0;
+  ASSERT_EQ(waitpid(pid, &raw, 0), pid);
+  ASSERT_TRUE(WIFEXITED(raw)) << "died of signal " << WTERMSIG(raw);
+  EXPECT_EQ(WEXITSTATUS(raw), 2);
+  const std::string message = testing::read_bytes(err);
+  EXPECT_EQ(line_count(message), 1u) << message;
+  EXPECT_NE(message.find(input + ": the file shrank while it was being read"), std::string::npos) << message;
 }
 
 // --- events per file byte ---

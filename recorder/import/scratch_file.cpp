@@ -1,6 +1,7 @@
 #include "recorder/import/scratch_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -8,12 +9,45 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "proto/input_error.h"
+#include "recorder/import/temp_file_cleanup.h"
 
 namespace memreplay {
 namespace {
+
+// A mapped file that shrinks while it is read (another process truncates it) raises SIGBUS on the
+// next page past its new end. That cannot be turned into an exception, so it ends the process
+// the way bad input does: one line naming the file, temporary outputs removed, exit status 2.
+char mapped_name[4096];
+std::once_flag sigbus_installed;
+
+void on_sigbus(int) {
+  constexpr char kPrefix[] = "memreplay: ";
+  constexpr char kWhat[] = ": the file shrank while it was being read (changed by another process?); nothing was written\n";
+  ssize_t ignored = ::write(2, kPrefix, sizeof kPrefix - 1);
+  ignored = ::write(2, mapped_name, std::strlen(mapped_name));
+  ignored = ::write(2, kWhat, sizeof kWhat - 1);
+  (void)ignored;
+  remove_guarded_files();
+  ::_exit(2);
+}
+
+void guard_against_shrinking(const std::string& file) {
+  const size_t n = std::min(file.size(), sizeof mapped_name - 1);
+  std::memcpy(mapped_name, file.data(), n);
+  mapped_name[n] = '\0';
+  std::call_once(sigbus_installed, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGBUS, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+    struct sigaction ours {};
+    ours.sa_handler = on_sigbus;
+    sigemptyset(&ours.sa_mask);
+    ::sigaction(SIGBUS, &ours, nullptr);
+  });
+}
 
 std::string scratch_dir() {
   const char* dir = std::getenv("TMPDIR");
@@ -30,6 +64,7 @@ MappedBytes::MappedBytes(int fd, size_t bytes, const std::string& for_file) : by
     throw InputError(for_file + ": cannot map: " + std::strerror(errno));
   }
   ::madvise(map_, bytes, MADV_SEQUENTIAL);  // read ahead; readers go front to back or back to front
+  guard_against_shrinking(for_file);
 }
 
 MappedBytes::~MappedBytes() {

@@ -10,7 +10,10 @@
 
 namespace memreplay {
 
-// A read-only map of a file descriptor's first `bytes` bytes (nothing mapped for 0 bytes).
+// A read-only map of a file descriptor's first `bytes` bytes (nothing mapped for 0 bytes). If the
+// file shrinks under the map, the SIGBUS that follows prints one line naming `for_file`, removes
+// the temporary outputs (temp_file_cleanup.h) and exits with status 2 (a program with its own
+// SIGBUS handler keeps it).
 class MappedBytes {
  public:
   MappedBytes() = default;
