@@ -30,6 +30,19 @@ class CallTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// A timed allocating device call (`call` returns false when the device is out of memory); a failed
+// one is counted.
+template <class Call>
+bool timed_allocation(DeviceCounters& counters, Call call) {
+  bool ok = false;
+  {
+    CallTimer timer(counters.device_call_ns);
+    ok = call();
+  }
+  if (!ok) ++counters.failed_calls;
+  return ok;
+}
+
 void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
 uint64_t as_address(const void* pointer) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer)); }
 
@@ -89,15 +102,7 @@ std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
     return std::nullopt;
   }
   void* pointer = nullptr;
-  bool ok = false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    ok = CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes));
-  }
-  if (!ok) {
-    ++counters_.failed_calls;
-    return std::nullopt;
-  }
+  if (!timed_allocation(counters_, [&] { return CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes)); })) return std::nullopt;
   const uint64_t address = as_address(pointer);
   malloced_.emplace(address, bytes);
   ++counters_.malloc_calls;
@@ -260,15 +265,10 @@ std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId s
   }
   const cudaStream_t real_stream = stream_for(stream);
   void* pointer = nullptr;
-  bool ok = false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    ok = CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
-  }
-  if (!ok) {
-    ++counters_.failed_calls;
+  if (!timed_allocation(counters_, [&] {
+        return CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
+      }))
     return std::nullopt;
-  }
   const uint64_t address = as_address(pointer);
   pool_live_.emplace(address, bytes);
   ++counters_.pool_malloc_calls;
