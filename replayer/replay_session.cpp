@@ -34,28 +34,22 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
 }
 
 void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
+  if (event.flags & kFailed) [[unlikely]]
+    return;  // a device call that failed (interposed traces): nothing changed
   switch (event.kind) {
     case EventKind::alloc:
-      if (event.flags != 0) [[unlikely]] {
-        if (event.has_flag(kFailed)) break;  // a device call that failed: nothing became live
-        if (event.has_flag(kPreexisting)) {
-          on_preexisting_alloc(event, trace_index);
-          break;
-        }
-      }
-      on_alloc(event, trace_index);
+      if (event.has_flag(kPreexisting)) [[unlikely]]
+        on_preexisting_alloc(event, trace_index);
+      else
+        on_alloc(event, trace_index);
       break;
     case EventKind::free_completed:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
       on_free(event, trace_index);
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
     case EventKind::segment_free:
     case EventKind::segment_unmap:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
       on_segment(event, trace_index);
       break;
     case EventKind::empty_cache:

@@ -32,6 +32,22 @@ class CallTimer {
 
 // A timed allocating device call (`call` returns false when the device is out of memory); a failed
 // one is counted.
+// The handle `handles` keeps for `key`, made by `create` on first use; a creation that throws
+// leaves no entry behind.
+template <class Map, class Create>
+typename Map::mapped_type created_once(Map& handles, const typename Map::key_type& key, Create create) {
+  auto [it, inserted] = handles.try_emplace(key, nullptr);
+  if (inserted) {
+    try {
+      create(&it->second);
+    } catch (...) {
+      handles.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
 template <class Call>
 bool timed_allocation(DeviceCounters& counters, Call call) {
   bool ok = false;
@@ -334,31 +350,16 @@ void CudaDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) 
     if (it != events_.end()) CUDA_TRY(cudaStreamWaitEvent(real_stream, it->second, 0));
     return;  // an event never recorded in the trace orders nothing
   }
-  auto [it, inserted] = events_.try_emplace(event_id, nullptr);
-  if (inserted) {
-    try {
-      CUDA_TRY(cudaEventCreateWithFlags(&it->second, cudaEventDisableTiming));
-    } catch (...) {
-      events_.erase(it);
-      throw;
-    }
-  }
-  CUDA_TRY(cudaEventRecord(it->second, real_stream));
+  const cudaEvent_t event = created_once(
+      events_, event_id, [](cudaEvent_t* e) { CUDA_TRY(cudaEventCreateWithFlags(e, cudaEventDisableTiming)); });
+  CUDA_TRY(cudaEventRecord(event, real_stream));
 }
 
 cudaStream_t CudaDevice::stream_for(StreamId stream) {
   if (stream == 0) return cudaStreamLegacy;
-  auto [it, inserted] = streams_.try_emplace(stream, nullptr);
-  if (inserted) {
-    // Non-blocking, as PyTorch's side streams: no implicit ordering with the legacy stream.
-    try {
-      CUDA_TRY(cudaStreamCreateWithFlags(&it->second, cudaStreamNonBlocking));
-    } catch (...) {
-      streams_.erase(it);
-      throw;
-    }
-  }
-  return it->second;
+  // Non-blocking, as PyTorch's side streams: no implicit ordering with the legacy stream.
+  return created_once(streams_, stream,
+                      [](cudaStream_t* s) { CUDA_TRY(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)); });
 }
 
 CudaDevice::PoolAttributes CudaDevice::pool_attributes() const {
