@@ -29,6 +29,7 @@
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
+#include "policies/suballoc/coalesce.h"
 
 namespace memreplay {
 namespace {
@@ -121,31 +122,13 @@ class GmlakePolicy final : public Policy {
       small_->free(address, stream);
       return true;
     }
-    auto it = pieces_.find(address);
+    const auto it = pieces_.find(address);
     if (it == pieces_.end() || it->second.free) return false;
-    uint64_t start = address;
-    Piece piece = it->second;
     // Coalesce with free neighbours of the same range (its chunks are mapped contiguously).
-    if (auto next = std::next(it); next != pieces_.end() && next->second.free && next->second.range == piece.range &&
-                                   next->first == start + piece.size) {
-      free_.erase({next->second.size, next->first});
-      piece.size += next->second.size;
-      pieces_.erase(next);
-      it = pieces_.find(address);
-    }
-    if (it != pieces_.begin()) {
-      auto previous = std::prev(it);
-      if (previous->second.free && previous->second.range == piece.range &&
-          previous->first + previous->second.size == start) {
-        free_.erase({previous->second.size, previous->first});
-        start = previous->first;
-        piece.size += previous->second.size;
-        pieces_.erase(it);
-      }
-    }
-    piece.free = true;
-    pieces_.insert_or_assign(start, piece);
-    free_.emplace(piece.size, start);
+    suballoc::free_and_coalesce(pieces_, free_, it,
+                                [](uint64_t left_start, const Piece& left, uint64_t right_start, const Piece& right) {
+                                  return left.range == right.range && left_start + left.size == right_start;
+                                });
     return true;
   }
 
