@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "proto/input_error.h"
 #include "recorder/import/scratch_file.h"
@@ -42,7 +43,8 @@ std::string format_bytes(uint64_t n) {
 
 // The output of a streaming decoder: a buffer that grows geometrically up to the caller's cap, so
 // a small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
-// With a scratch file, output past kSpillBytes goes to disk in kSpillBytes pieces instead, so a
+// Given somewhere to keep a scratch file, output past kSpillBytes goes to disk in kSpillBytes
+// pieces instead (the file is made then, not before: small inputs never touch the disk), so a
 // big compressed snapshot never sits in memory whole (InputBytes maps the file afterwards).
 class Output {
  public:
@@ -50,7 +52,8 @@ class Output {
 
   // `input_bytes` (what is really there, never a length the data declares) sizes the first
   // buffer; it then doubles as output arrives.
-  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes, ScratchFile* spill = nullptr)
+  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes,
+         std::unique_ptr<ScratchFile>* spill = nullptr)
       : file_(file), max_(max_output), spill_(spill) {
     const uint64_t first = std::min<uint64_t>(std::max<uint64_t>(input_bytes * 4, 1 << 16), kMaxFirstBuffer);
     buf_.resize(static_cast<size_t>(std::min<uint64_t>(first, max_)));
@@ -64,7 +67,8 @@ class Output {
                                       " limit (128 times the compressed size, at least 64 MiB, at "
                                       "most 2 GiB): a decompression bomb, or decompress it first");
       if (spill_ != nullptr && used_ >= kSpillBytes) {
-        spill_->append(buf_.data(), used_);
+        if (*spill_ == nullptr) *spill_ = std::make_unique<ScratchFile>(file_);
+        (*spill_)->append(buf_.data(), used_);
         spilled_ += used_;
         used_ = 0;
       } else {
@@ -81,7 +85,7 @@ class Output {
   // bytes are in take().
   bool finish_spill() {
     if (spilled_ == 0) return false;
-    spill_->append(buf_.data(), used_);
+    (*spill_)->append(buf_.data(), used_);
     std::string().swap(buf_);
     return true;
   }
@@ -94,7 +98,7 @@ class Output {
   static constexpr uint64_t kMaxFirstBuffer = uint64_t{64} << 20;
   const std::string& file_;
   uint64_t max_;
-  ScratchFile* spill_;
+  std::unique_ptr<ScratchFile>* spill_;
   std::string buf_;
   size_t used_ = 0;
   uint64_t spilled_ = 0;
@@ -281,11 +285,11 @@ InputBytes::InputBytes(const std::string& path) {
     view_ = raw;
     return;
   }
-  ScratchFile spill(path);
+  std::unique_ptr<ScratchFile> spill;
   Output out(path, decompression_ceiling(raw.size()), raw.size(), &spill);
   decode(c, raw, path, out);
   if (out.finish_spill()) {
-    map_ = spill.map();  // the compressed bytes are not needed any more
+    map_ = spill->map();  // the compressed bytes are not needed any more
     view_ = std::string_view(map_.data(), map_.size());
   } else {
     decompressed_ = out.take();
