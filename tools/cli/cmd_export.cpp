@@ -1,13 +1,12 @@
 // memreplay export TRACE --to memory-viz|perfetto -o FILE: the trace in the viewers people use.
 #include <cstdio>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
 #include "results/memory_viz_export.h"
 #include "results/perfetto_export.h"
 #include "results/replay_batch.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_options.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -32,12 +31,7 @@ struct ExportOptions {
 };
 
 void export_trace(const ExportOptions& options) {
-  {
-    TraceReader reader(options.trace);
-    if (!reader.complete() && !options.allow_incomplete)
-      throw InputError(options.trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
-                       "); --allow-incomplete to export what it holds");
-  }
+  refuse_incomplete_trace(options.trace, options.allow_incomplete, "--allow-incomplete to export what it holds");
   if (options.to == "memory-viz") {
     if (!options.policies.empty()) warn("--policy is not used by --to memory-viz (it exports the trace's own state)");
     const auto out = results::export_memory_viz(options.trace, options.trace_device);
