@@ -2,7 +2,11 @@
 // PyTorch's memory_viz page and torch.cuda._memory_viz read:
 //   {"segments": [...the state at the end of the trace...],
 //    "device_traces": [[{"action", "addr", "size", "stream", "time_us", "frames"}, ...]],
+//    "external_annotations": [{"device", "time_us", ...}],   (when the trace has such markers)
 //    "allocator_settings": {...}}
+// Annotations go back where PyTorch keeps them: a "user_defined" entry with its user_metadata, or
+// an external annotation with its keys. Each segment's segment_pool_id is its pool's MempoolId_t
+// from the header's pool table ((0, 0) for the default pool).
 // The end state is rebuilt from the trace's segment and block events; each segment's blocks tile
 // it exactly (active blocks rounded to 512 bytes as PyTorch rounds them, the rest "inactive"), as
 // _memory_viz.segsum asserts. Events the trace starts with (kPreexisting) are state, not entries.
