@@ -1,6 +1,7 @@
 #include "results/memory_viz_export.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string_view>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/pickle_writer.h"
+#include "results/replayed_segments.h"
 
 namespace memreplay::results {
 namespace {
@@ -34,14 +36,17 @@ uint64_t round_512(uint64_t bytes) { return bytes < 512 ? 512 : (bytes + 511) / 
 
 class SnapshotBuilder {
  public:
-  SnapshotBuilder(TraceReader& reader, uint32_t device) : reader_(reader), device_(device) {}
+  // `replayed`: the events come from a SegmentReplay, each alloc's aux its block size.
+  SnapshotBuilder(TraceReader& reader, uint32_t device, bool replayed)
+      : reader_(reader), device_(device), replayed_(replayed) {}
 
   void add(const Event& e) {
     if (e.device != device_) return;
     const bool preexisting = e.has_flag(kPreexisting);
     switch (e.kind) {
       case EventKind::alloc:
-        blocks_[e.address] = {e.size, preexisting && e.aux != 0 ? e.aux : round_512(e.size), e.stream, e.stack, false};
+        blocks_[e.address] = {e.size, (preexisting || replayed_) && e.aux != 0 ? e.aux : round_512(e.size), e.stream,
+                              e.stack, false};
         break;
       case EventKind::free_requested:
         if (auto it = blocks_.find(e.address); it != blocks_.end()) it->second.free_requested = true;
@@ -78,7 +83,7 @@ class SnapshotBuilder {
   }
 
   MemoryVizExport finish() {
-    if (segment_events_ == 0 && !entries_.empty())
+    if (segment_events_ == 0 && !entries_.empty() && !replayed_)
       throw InputError(reader_.path() +
                        ": the trace has no segment events (cudaMalloc'd segments), which a memory snapshot needs; "
                        "export a trace imported from a PyTorch snapshot or recorded with memreplay.torch");
@@ -289,6 +294,7 @@ class SnapshotBuilder {
 
   TraceReader& reader_;
   uint32_t device_;
+  bool replayed_;
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, LiveBlock> blocks_;
   std::vector<Event> entries_;
@@ -298,15 +304,59 @@ class SnapshotBuilder {
   std::unordered_map<uint32_t, uint32_t> frame_slots_;
 };
 
+bool has_segment_events(TraceReader& reader) {
+  constexpr EventKind kinds[] = {EventKind::segment_alloc, EventKind::segment_free, EventKind::segment_map,
+                                 EventKind::segment_unmap};
+  if (const auto* footer = reader.footer()) {
+    for (const EventKind k : kinds)
+      if (const auto it = footer->events_per_kind().find(static_cast<uint32_t>(k));
+          it != footer->events_per_kind().end() && it->second > 0)
+        return true;
+    return false;
+  }
+  TraceReader scan(reader.path());  // no footer to count them: look
+  std::vector<Event> batch;
+  while (scan.next_batch(batch))
+    for (const Event& e : batch)
+      if (std::find(std::begin(kinds), std::end(kinds), e.kind) != std::end(kinds)) return true;
+  return false;
+}
+
 }  // namespace
 
-MemoryVizExport export_memory_viz(const std::string& trace_path, uint32_t trace_device) {
+MemoryVizExport export_memory_viz(const std::string& trace_path, uint32_t trace_device,
+                                  const std::string& segment_policy) {
   TraceReader reader(trace_path);
-  SnapshotBuilder builder(reader, trace_device);
+  const bool replayed = !has_segment_events(reader);
+  SnapshotBuilder builder(reader, trace_device, replayed);
   std::vector<Event> batch;
-  while (reader.next_batch(batch))
-    for (const auto& e : batch) builder.add(e);
-  return builder.finish();
+  if (!replayed) {
+    while (reader.next_batch(batch))
+      for (const auto& e : batch) builder.add(e);
+    return builder.finish();
+  }
+  ReplayOptions options;
+  options.trace_path = trace_path;
+  options.trace_device = trace_device;
+  options.policy_spec = segment_policy;
+  SegmentReplay replay(reader, options);
+  std::vector<Event> laid_out;
+  uint64_t index = 0;
+  bool running = true;
+  while (running && reader.next_batch(batch)) {
+    for (size_t i = 0; i < batch.size() && running; ++i) {
+      laid_out.clear();
+      running = replay.feed(batch[i], index + i, laid_out);
+      for (const Event& e : laid_out) builder.add(e);
+    }
+    index += batch.size();
+  }
+  if (!running)
+    throw InputError(trace_path + ": the replay under " + segment_policy +
+                     " that lays out its segments ran out of memory; no snapshot written");
+  MemoryVizExport out = builder.finish();
+  out.segments_replayed_under = segment_policy;
+  return out;
 }
 
 }  // namespace memreplay::results

@@ -10,7 +10,9 @@
 // The end state is rebuilt from the trace's segment and block events; each segment's blocks tile
 // it exactly (active blocks rounded to 512 bytes as PyTorch rounds them, the rest "inactive"), as
 // _memory_viz.segsum asserts. Events the trace starts with (kPreexisting) are state, not entries.
-// Needs segment events (PyTorch snapshots, the PyTorch live tracker): InputError otherwise.
+// A trace without segment events (an RMM log, an interposer trace) gets the segments of a replay
+// under `segment_policy` (results/replayed_segments.h): its blocks then sit at the addresses that
+// policy chose, and segments_replayed_under names it.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +24,10 @@ struct MemoryVizExport {
   std::string pickle;
   uint64_t entries = 0;
   uint64_t segments = 0;
+  std::string segments_replayed_under;  // the policy, when the trace had no segments of its own
 };
 
-MemoryVizExport export_memory_viz(const std::string& trace_path, uint32_t trace_device);
+MemoryVizExport export_memory_viz(const std::string& trace_path, uint32_t trace_device,
+                                  const std::string& segment_policy = "pytorch");
 
 }  // namespace memreplay::results

@@ -196,8 +196,8 @@ TEST_F(Export, MemoryVizPrivatePoolsKeepTheirIds) {
   }
 }
 
-TEST_F(Export, MemoryVizRefusesATraceWithoutSegments) {
-  // An RMM log has allocations but no segments.
+// A trace without segment events (an RMM log) is exported with the segments of a replay, and says so.
+TEST_F(Export, MemoryVizTakesTheSegmentsOfATraceWithoutThemFromAReplay) {
   const std::string csv = path("rmm.csv"), trace = path("rmm.mrt");
   std::ofstream(csv) << "Thread,Time,Action,Pointer,Size,Stream\n"
                         "1,00:00:00.000001,allocate,0x7f0000000000,1024,0x0\n"
@@ -207,9 +207,80 @@ TEST_F(Export, MemoryVizRefusesATraceWithoutSegments) {
     import_file(csv, writer);
   }
   const auto r = testing::run_memreplay("export " + trace + " --to memory-viz -o " + path("x.pickle"), dir_);
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("no segment events"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(path("x.pickle")));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("no segment events: segments, block addresses and block sizes are those of a replay under "
+                       "pytorch"), std::string::npos) << r.out;
+  // segment_alloc, alloc, free_requested, free_completed; the 2 MiB segment stays cached at the end.
+  EXPECT_NE(r.out.find("4 trace entries and 1 segments"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(path("x.pickle")));
+}
+
+// multistream_pipeline without its segment events (what an interposer or RMM log would hold): the
+// export's segments are the pytorch policy's, so the re-imported trace replays to the same numbers,
+// its segments are tiled by their blocks, and every alloc and free comes back in order.
+TEST_F(Export, MemoryVizReplayedSegmentsRoundTripThroughTheImporter) {
+  const std::string original = testing::imported_trace("multistream_pipeline.default"), bare = path("bare.mrt");
+  {
+    TraceReader reader(original);
+    TraceWriter writer(bare);
+    writer.begin(reader.header());
+    std::vector<Event> batch;
+    while (reader.next_batch(batch))
+      for (const Event& e : batch)
+        if ((e.kind == EventKind::alloc || e.kind == EventKind::free_requested || e.kind == EventKind::free_completed) &&
+            !e.has_flag(kPreexisting))
+          writer.append(e);
+    writer.finish();
+  }
+  const auto out = results::export_memory_viz(bare, 0, "pytorch");
+  EXPECT_EQ(out.segments_replayed_under, "pytorch");
+  std::ofstream(path("bare.pickle"), std::ios::binary) << out.pickle;
+  const std::string again = path("again.mrt");
+  {
+    TraceWriter writer(again);
+    import_file(path("bare.pickle"), writer);
+  }
+  ReplayOptions o;
+  o.trace_path = bare;
+  const auto before = run_replay(o);
+  o.trace_path = again;
+  const auto after = run_replay(o);
+  EXPECT_EQ(before.reserved_peak, after.reserved_peak);
+  EXPECT_EQ(before.requested_peak, after.requested_peak);
+  EXPECT_EQ(before.events, after.events);
+  EXPECT_EQ(before.device_alloc_calls, after.device_alloc_calls);
+  size_t segment_events = 0;
+  std::vector<std::tuple<EventKind, uint64_t, uint64_t, uint64_t>> a, b;  // kind, size, stream, time_us
+  for (const Event& e : TraceReader::read_all(bare)) a.emplace_back(e.kind, e.size, e.stream, e.time_ns / 1000);
+  for (const Event& e : TraceReader::read_all(again)) {
+    if (e.kind == EventKind::segment_alloc || e.kind == EventKind::segment_free) {
+      ++segment_events;
+      continue;
+    }
+    if (e.has_flag(kPreexisting) || e.has_flag(kInferred)) continue;
+    b.emplace_back(e.kind, e.size, e.stream, e.time_ns / 1000);
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(segment_events, before.device_alloc_calls + before.device_free_calls);
+
+  const std::string script =
+      "import pickle,sys\n"
+      "d=pickle.load(open(sys.argv[1],'rb'))\n"
+      "for s in d['segments']:\n"
+      "  at=s['address']\n"
+      "  for b in s['blocks']:\n"
+      "    assert b['address']==at, (hex(at), b)\n"
+      "    at+=b['size']\n"
+      "  assert at==s['address']+s['total_size']\n"
+      "print(len(d['segments']))\n";
+  std::ofstream(path("tile.py")) << script;
+  const std::string command = "python3 " + path("tile.py") + " " + path("bare.pickle") + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  std::string output;
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << output;
+  EXPECT_EQ(output, std::to_string(out.segments) + "\n");
 }
 
 TEST_F(Export, PerfettoHasCountersPerPolicyAndPairedAllocationSlices) {
