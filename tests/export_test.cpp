@@ -34,6 +34,33 @@ std::vector<Event> trace_actions(const std::string& path) {
   return out;
 }
 
+// Runs `python3 ARGUMENTS`; its stdout and stderr go to `output`. Returns its exit status.
+int run_python(const std::string& arguments, std::string& output) {
+  FILE* pipe = popen(("python3 " + arguments + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  return pclose(pipe);
+}
+
+// Python's own pickle module reads the snapshot and _memory_viz.segsum's invariant holds for every
+// segment: its blocks tile it, and allocated_size is the sum of its blocks that are not inactive.
+// Prints "SEGMENTS ENTRIES"; returns the exit status.
+int segsum_check(const std::string& pickle, std::string& output) {
+  const std::string script = pickle + ".check.py";
+  std::ofstream(script) << "import pickle,sys\n"
+                           "d=pickle.load(open(sys.argv[1],'rb'))\n"
+                           "assert d['device_traces'][0][0]['action']=='segment_alloc'\n"
+                           "for s in d['segments']:\n"
+                           "  at=s['address']\n"
+                           "  for b in s['blocks']:\n"
+                           "    assert b['address']==at, (hex(at), b)\n"
+                           "    at+=b['size']\n"
+                           "  assert at==s['address']+s['total_size']\n"
+                           "  assert s['allocated_size']==sum(b['size'] for b in s['blocks'] if b['state']!='inactive')\n"
+                           "print(len(d['segments']), len(d['device_traces'][0]))\n";
+  return run_python(script + " " + pickle, output);
+}
+
 class Export : public testing::TempDirTest {};
 
 TEST_F(Export, MemoryVizSnapshotRoundTripsThroughTheImporter) {
@@ -64,26 +91,8 @@ TEST_F(Export, MemoryVizSnapshotRoundTripsThroughTheImporter) {
 TEST_F(Export, MemoryVizSegmentsAreTiledByTheirBlocks) {
   const auto out = results::export_memory_viz(testing::imported_trace("gpt2_train.stacks"), 0);
   std::ofstream(path("snap.pickle"), std::ios::binary) << out.pickle;
-  // Python's own pickle module reads it; segsum's invariant holds for every segment.
-  const std::string script =
-      "import pickle,sys\n"
-      "d=pickle.load(open(sys.argv[1],'rb'))\n"
-      "assert d['device_traces'][0][0]['action']=='segment_alloc'\n"
-      "for s in d['segments']:\n"
-      "  at=s['address']\n"
-      "  for b in s['blocks']:\n"
-      "    assert b['address']==at, (hex(at), b)\n"
-      "    at+=b['size']\n"
-      "  assert at==s['address']+s['total_size']\n"
-      "  assert s['allocated_size']==sum(b['size'] for b in s['blocks'] if b['state']!='inactive')\n"
-      "print(len(d['segments']), len(d['device_traces'][0]))\n";
-  std::ofstream(path("check.py")) << script;
-  const std::string command = "python3 " + path("check.py") + " " + path("snap.pickle") + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
   std::string output;
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0) << output;
+  ASSERT_EQ(segsum_check(path("snap.pickle"), output), 0) << output;
   EXPECT_EQ(output, std::to_string(out.segments) + " " + std::to_string(out.entries) + "\n");
 }
 
@@ -110,12 +119,8 @@ TEST_F(Export, RealTorchSnapshotComesBackEntryForEntry) {
       "assert seg(a)==seg(b)\n"
       "print(len(ta),len(a['segments']))\n";
   std::ofstream(path("compare.py")) << script;
-  const std::string command = "python3 " + path("compare.py") + " " + original + " " + again + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
   std::string output;
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0) << output;
+  ASSERT_EQ(run_python(path("compare.py") + " " + original + " " + again, output), 0) << output;
   EXPECT_EQ(output, "977 43\n");
 }
 
@@ -130,6 +135,18 @@ std::vector<std::tuple<uint32_t, uint64_t, KeyValues>> annotations_of(const std:
   return out;
 }
 
+// A copy of trace `from` at `to`, with the same header, whose events `keep(event, writer)` writes.
+template <class Keep>
+void rewrite_trace(const std::string& from, const std::string& to, Keep keep) {
+  TraceReader reader(from);
+  TraceWriter writer(to);
+  writer.begin(reader.header());
+  std::vector<Event> batch;
+  while (reader.next_batch(batch))
+    for (const Event& e : batch) keep(e, writer);
+  writer.finish();
+}
+
 std::string reimported(const std::string& trace, const std::string& dir, const std::string& name) {
   const std::string pickle = dir + "/" + name + ".pickle", again = dir + "/" + name + ".again.mrt";
   std::ofstream(pickle, std::ios::binary) << results::export_memory_viz(trace, 0).pickle;
@@ -140,25 +157,17 @@ std::string reimported(const std::string& trace, const std::string& dir, const s
 
 TEST_F(Export, MemoryVizKeepsBothKindsOfAnnotation) {
   const std::string plain = testing::imported_trace("multistream_pipeline.default"), marked = path("marked.mrt");
-  {
-    TraceReader reader(plain);
-    TraceWriter writer(marked);
-    writer.begin(reader.header());
-    std::vector<Event> batch;
-    uint64_t n = 0;
-    while (reader.next_batch(batch))
-      for (const Event& e : batch) {
-        if (e.kind == EventKind::annotation) continue;
-        writer.append(e);
-        if (++n % 100 != 0 || e.has_flag(kPreexisting)) continue;
-        Event mark;
-        mark.kind = EventKind::annotation;
-        mark.time_ns = e.time_ns;
-        if (n % 200 == 0) writer.append_annotation(mark, {{"user_metadata", "step " + std::to_string(n)}});
-        else writer.append_annotation(mark, {{"stage", "START"}, {"name", "forward " + std::to_string(n)}});
-      }
-    writer.finish();
-  }
+  uint64_t n = 0;
+  rewrite_trace(plain, marked, [&](const Event& e, TraceWriter& writer) {
+    if (e.kind == EventKind::annotation) return;
+    writer.append(e);
+    if (++n % 100 != 0 || e.has_flag(kPreexisting)) return;
+    Event mark;
+    mark.kind = EventKind::annotation;
+    mark.time_ns = e.time_ns;
+    if (n % 200 == 0) writer.append_annotation(mark, {{"user_metadata", "step " + std::to_string(n)}});
+    else writer.append_annotation(mark, {{"stage", "START"}, {"name", "forward " + std::to_string(n)}});
+  });
   const auto before = annotations_of(marked), after = annotations_of(reimported(marked, dir_.string(), "marked"));
   ASSERT_GE(before.size(), 4u);
   EXPECT_EQ(before, after);
@@ -220,18 +229,11 @@ TEST_F(Export, MemoryVizTakesTheSegmentsOfATraceWithoutThemFromAReplay) {
 // its segments are tiled by their blocks, and every alloc and free comes back in order.
 TEST_F(Export, MemoryVizReplayedSegmentsRoundTripThroughTheImporter) {
   const std::string original = testing::imported_trace("multistream_pipeline.default"), bare = path("bare.mrt");
-  {
-    TraceReader reader(original);
-    TraceWriter writer(bare);
-    writer.begin(reader.header());
-    std::vector<Event> batch;
-    while (reader.next_batch(batch))
-      for (const Event& e : batch)
-        if ((e.kind == EventKind::alloc || e.kind == EventKind::free_requested || e.kind == EventKind::free_completed) &&
-            !e.has_flag(kPreexisting))
-          writer.append(e);
-    writer.finish();
-  }
+  rewrite_trace(original, bare, [](const Event& e, TraceWriter& writer) {
+    if ((e.kind == EventKind::alloc || e.kind == EventKind::free_requested || e.kind == EventKind::free_completed) &&
+        !e.has_flag(kPreexisting))
+      writer.append(e);
+  });
   const auto out = results::export_memory_viz(bare, 0, "pytorch");
   EXPECT_EQ(out.segments_replayed_under, "pytorch");
   std::ofstream(path("bare.pickle"), std::ios::binary) << out.pickle;
@@ -263,24 +265,9 @@ TEST_F(Export, MemoryVizReplayedSegmentsRoundTripThroughTheImporter) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(segment_events, before.device_alloc_calls + before.device_free_calls);
 
-  const std::string script =
-      "import pickle,sys\n"
-      "d=pickle.load(open(sys.argv[1],'rb'))\n"
-      "for s in d['segments']:\n"
-      "  at=s['address']\n"
-      "  for b in s['blocks']:\n"
-      "    assert b['address']==at, (hex(at), b)\n"
-      "    at+=b['size']\n"
-      "  assert at==s['address']+s['total_size']\n"
-      "print(len(d['segments']))\n";
-  std::ofstream(path("tile.py")) << script;
-  const std::string command = "python3 " + path("tile.py") + " " + path("bare.pickle") + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
   std::string output;
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0) << output;
-  EXPECT_EQ(output, std::to_string(out.segments) + "\n");
+  ASSERT_EQ(segsum_check(path("bare.pickle"), output), 0) << output;
+  EXPECT_EQ(output, std::to_string(out.segments) + " " + std::to_string(out.entries) + "\n");
 }
 
 TEST_F(Export, PerfettoHasCountersPerPolicyAndPairedAllocationSlices) {
