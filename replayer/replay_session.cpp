@@ -34,39 +34,23 @@ bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
 }
 
 void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
+  if (event.flags & kFailed) [[unlikely]]
+    return;  // a device call that failed (interposed traces): nothing changed
   switch (event.kind) {
     case EventKind::alloc:
-      if (event.flags != 0) [[unlikely]] {
-        if (event.has_flag(kFailed)) break;  // a device call that failed: nothing became live
-        if (event.has_flag(kPreexisting)) {
-          on_preexisting_alloc(event, trace_index);
-          break;
-        }
-      }
-      on_alloc(event, trace_index);
+      if (event.has_flag(kPreexisting)) [[unlikely]]
+        on_preexisting_alloc(event, trace_index);
+      else
+        on_alloc(event, trace_index);
       break;
     case EventKind::free_completed:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
       on_free(event, trace_index);
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
-      if (options_.check_pools) pools_.on_segment(event);
-      if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
-      break;
     case EventKind::segment_free:
     case EventKind::segment_unmap:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
-      if (options_.check_pools) pools_.on_segment(event);
-      if (event.pool != kDefaultPool) [[unlikely]] {
-        // A private pool's segment goes back only once the pool is released: so is it now.
-        policy_.release_pool(event.pool);
-        after_change(event.time_ns);
-      }
+      on_segment(event, trace_index);
       break;
     case EventKind::empty_cache:
       policy_.empty_cache();
@@ -176,6 +160,20 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
   policy_.free(address, stream);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   (device_calls() == calls_before ? free_cached_ : free_device_).record(static_cast<uint64_t>(ns.count()));
+}
+
+// Recorded segment events are outcomes of the recorded allocator, not replayed, except the
+// starting state's segments and the release of a private pool.
+void ReplaySession::on_segment(const Event& event, uint64_t trace_index) {
+  if (options_.check_pools) pools_.on_segment(event);
+  const bool created = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
+  if (created) {
+    if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
+  } else if (event.pool != kDefaultPool) [[unlikely]] {
+    // A private pool's segment goes back only once the pool is released: so is it now.
+    policy_.release_pool(event.pool);
+    after_change(event.time_ns);
+  }
 }
 
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {

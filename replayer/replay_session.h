@@ -71,6 +71,7 @@ class ReplaySession {
   void dispatch(const Event& event, uint64_t trace_index);
   void on_alloc(const Event& event, uint64_t trace_index);
   void on_free(const Event& event, uint64_t trace_index);
+  void on_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_alloc(const Event& event, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
