@@ -97,16 +97,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   if (!block) {
     live_.erase(slot);
-    ++metrics_.ooms;
-    if (!metrics_.oom_at_event) {
-      metrics_.oom_at_event = index;
-      metrics_.oom_trace_event = trace_index;
-      metrics_.oom_request_bytes = event.size;
-      metrics_.oom_stack = event.stack;
-    }
-    failed_allocations_.insert(event.address);
-    if (!options_.continue_after_oom) stopped_ = true;
-    return;
+    return record_oom(event, index, trace_index);
   }
   slot->second = LiveBlock{block->address, block->size, event.size};
   count_live(*block, event.size);
@@ -209,12 +200,27 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
     }
   }
   if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
+  // Under a capacity below the starting state, the trace does not fit: an OOM (as `fit` probes
+  // expect), not bad input.
+  if (!block && device_.capacity()) return record_oom(event, replay_index_, trace_index);
   if (!block) {
     inconsistent(trace_index, "the state the trace starts in does not fit on this device");
     return;
   }
   add_live(event.address, *block, event.size);
   // No metrics until the starting state is whole (after_change at the first recorded event).
+}
+
+void ReplaySession::record_oom(const Event& event, uint64_t index, uint64_t trace_index) {
+  ++metrics_.ooms;
+  if (!metrics_.oom_at_event) {
+    metrics_.oom_at_event = index;
+    metrics_.oom_trace_event = trace_index;
+    metrics_.oom_request_bytes = event.size;
+    metrics_.oom_stack = event.stack;
+  }
+  failed_allocations_.insert(event.address);
+  if (!options_.continue_after_oom) stopped_ = true;
 }
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {

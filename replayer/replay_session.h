@@ -74,6 +74,9 @@ class ReplaySession {
   void on_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_alloc(const Event& event, uint64_t trace_index);
+  // An allocation the policy could not serve: counted, the first one described; stops the replay
+  // unless continue_after_oom.
+  void record_oom(const Event& event, uint64_t index, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void count_live(const Block& block, uint64_t requested);  // live bytes and their peaks
   void after_change(uint64_t time_ns);

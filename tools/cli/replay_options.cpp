@@ -53,7 +53,7 @@ void warn_before_replay(const ReplayOptions& options) {
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (m.events == 0)
+  if (m.events == 0 && !m.oom_at_event)  // (an OOM in the starting state stops before any event)
     warn(options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
          " (see `memreplay info` for the devices it has); every number below is 0");
 }
