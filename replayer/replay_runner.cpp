@@ -16,6 +16,7 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
 
   DeviceRequest device_request;
   device_request.capacity = options.capacity;
+  device_request.follow_recorded_placement = options.follow_recorded_placement;
   for (const auto& d : reader.header().devices())
     if (d.index() == options.trace_device) device_request.total_memory = d.total_memory();
   auto device = DeviceRegistry::instance().create(options.device_spec, device_request);
@@ -35,8 +36,15 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   while (reader.next_batch(batch)) {
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
+    if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
+  }
+  if (device->left_recorded_placement()) {
+    ReplayOptions by_model = options;
+    by_model.follow_recorded_placement = false;
+    return run_replay(by_model);
   }
   ReplayMetrics metrics = session.finish();
+  metrics.recorded_placement = options.follow_recorded_placement;
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
   if (auto loss = reader.loss()) {

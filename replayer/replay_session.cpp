@@ -55,6 +55,7 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
       if (event.flags & kFailed) [[unlikely]]
         break;
       if (options_.check_pools) pools_.on_segment(event);
+      if (event.kind == EventKind::segment_alloc) device_.recorded_malloc(event.address, event.size);
       if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
       break;
     case EventKind::segment_free:
@@ -62,6 +63,7 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
       if (event.flags & kFailed) [[unlikely]]
         break;
       if (options_.check_pools) pools_.on_segment(event);
+      if (event.kind == EventKind::segment_free) device_.recorded_free(event.address);
       if (event.pool != kDefaultPool) [[unlikely]] {
         // A private pool's segment goes back only once the pool is released: so is it now.
         policy_.release_pool(event.pool);

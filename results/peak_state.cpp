@@ -48,6 +48,7 @@ PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_pea
   TraceReader reader(options.trace_path);
   DeviceRequest request;
   request.capacity = options.capacity;
+  request.follow_recorded_placement = options.follow_recorded_placement;
   for (const auto& d : reader.header().devices())
     if (d.index() == options.trace_device) request.total_memory = d.total_memory();
   auto device = DeviceRegistry::instance().create(options.device_spec, request);
