@@ -56,9 +56,7 @@ void validate(const ValidateOptions& options) {
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
-  auto [command, options] = add_command<ValidateOptions>(app, "validate", kHelp, validate);
-  add_trace_argument(command, options.trace);
-  add_json_option(command, options.json, "the findings");
+  add_trace_command<ValidateOptions>(app, "validate", kHelp, validate, "the findings");
 }
 
 }  // namespace memreplay::cli
