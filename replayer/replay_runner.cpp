@@ -7,6 +7,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/device_registry.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/replay_session.h"
 
 namespace memreplay {
@@ -29,7 +30,7 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   }
 
   ReplayOptions session_options = options;
-  session_options.check_pools = options.check_pools || reader.header().pools_size() > 0;
+  session_options.check_pools = options.check_pools || may_have_private_pools(reader.header());
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;

@@ -10,6 +10,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/device_registry.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/replay_session.h"
 #include "results/observing_policy.h"
 
@@ -52,6 +53,7 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     }
     ReplayOptions options = base;
     options.policy_spec = spec;
+    options.check_pools = base.check_pools || may_have_private_pools(reader.header());
     Policy* replayed = lane.policy.get();
     if (ignore_empty_cache) {
       lane.observer = std::make_unique<ObservingPolicy>(*lane.policy, true, false);

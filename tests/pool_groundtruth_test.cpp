@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "proto/input_error.h"
 #include "proto/trace_reader.h"
+#include "recorder/import/trace_writer.h"
 #include "replayer/replay_runner.h"
 #include "replayer/trace_summary.h"
 #include "replayer/trace_validator.h"
@@ -174,6 +176,46 @@ TEST_P(PoolLiveRecorder, TraceReplaysToTheJobsOwnStats) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllJobs, PoolLiveRecorder, ::testing::ValuesIn(std::vector<std::string>(std::begin(kJobs), std::end(kJobs))));
+
+// A live trace names its pools in annotations, not in its header (written before any pool
+// exists): its pool assignment is checked all the same. memreplay.torch's trace of the MemPool job
+// with one private-pool free moved to the default pool is refused with that event's index, or
+// counted and skipped under --lenient; the trace as recorded replays clean.
+TEST(PoolLiveRun, ALiveTracesPoolAssignmentIsChecked) {
+  const std::string recorded = pool_data("live/mempool_kv_cache.live.mrt").string();
+  TraceReader reader(recorded);
+  ASSERT_EQ(reader.header().pools_size(), 0) << "the live header names no pool";
+  const auto dir = fs::temp_directory_path() / ("memreplay-livepool-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string broken = (dir / "broken.mrt").string();
+  uint64_t victim = 0;
+  {
+    TraceWriter writer(broken);
+    writer.begin(reader.header());
+    std::vector<Event> batch;
+    uint64_t index = 0;
+    while (reader.next_batch(batch))
+      for (Event e : batch) {
+        if (victim == 0 && e.kind == EventKind::free_completed && e.pool != kDefaultPool) {
+          victim = index;
+          e.pool = kDefaultPool;
+        }
+        ++index;
+        writer.append(e);
+      }
+    writer.finish();
+  }
+  ASSERT_NE(victim, 0u);
+  ReplayOptions request;
+  request.trace_path = recorded;
+  EXPECT_EQ(run_replay(request).skipped_events, 0u);
+  request.trace_path = broken;
+  const std::string error = testing::error_of<InputError>([&] { run_replay(request); });
+  EXPECT_NE(error.find("event " + std::to_string(victim)), std::string::npos) << error;
+  request.lenient = true;
+  EXPECT_EQ(run_replay(request).skipped_events, 1u);
+  fs::remove_all(dir);
+}
 
 // graphs_shared_pool's snapshot with its first 80 entries dropped, as a ring buffer drops them: cut
 // in the middle of the first graph's capture, so the starting state holds private-pool segments

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/trace_validator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -24,7 +25,7 @@ struct ValidateOptions {
 
 void validate(const ValidateOptions& options) {
   TraceReader reader(options.trace);
-  TraceValidator validator(100, reader.header().pools_size() > 0);
+  TraceValidator validator(100, may_have_private_pools(reader.header()));
   std::vector<Event> batch;
   uint64_t index = 0;
   while (reader.next_batch(batch)) {
