@@ -21,54 +21,46 @@ void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) 
   ++metrics_.skipped_events;
 }
 
-bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
-  if (stopped_ || event.device != options_.trace_device) return !stopped_;
+bool ReplaySession::feed(const Event& event, uint64_t trace_index) { return feed_events({&event, 1}, trace_index); }
+
+bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool running = feed_events(events, first_trace_index);
+  elapsed_ += std::chrono::steady_clock::now() - start;
+  return running;
+}
+
+bool ReplaySession::feed_events(std::span<const Event> events, uint64_t first_trace_index) {
+  size_t i = 0;
   // A policy that breaks its contract on an allocation (a plugin's overlapping or too-small
-  // block, policies/plugin/) stops the replay at this event: its numbers would be wrong.
+  // block, policies/plugin/) stops the replay at that event: its numbers would be wrong.
   try {
-    dispatch(event, trace_index);
+    for (; i < events.size() && !stopped_; ++i)
+      if (events[i].device == options_.trace_device) dispatch(events[i], first_trace_index + i);
   } catch (const PolicyContractError& e) {
-    throw InputError::at_event(options_.trace_path, trace_index, e.what());
+    throw InputError::at_event(options_.trace_path, first_trace_index + i, e.what());
   }
   return !stopped_;
 }
 
 void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
+  if (event.flags & kFailed) [[unlikely]]
+    return;  // a device call that failed (interposed traces): nothing changed
   switch (event.kind) {
     case EventKind::alloc:
-      if (event.flags != 0) [[unlikely]] {
-        if (event.has_flag(kFailed)) break;  // a device call that failed: nothing became live
-        if (event.has_flag(kPreexisting)) {
-          on_preexisting_alloc(event, trace_index);
-          break;
-        }
-      }
-      on_alloc(event, trace_index);
+      if (event.has_flag(kPreexisting)) [[unlikely]]
+        on_preexisting_alloc(event, trace_index);
+      else
+        on_alloc(event, trace_index);
       break;
     case EventKind::free_completed:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
       on_free(event, trace_index);
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
-      if (options_.check_pools) pools_.on_segment(event);
-      if (event.kind == EventKind::segment_alloc) device_.recorded_malloc(event.address, event.size);
-      if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
-      break;
     case EventKind::segment_free:
     case EventKind::segment_unmap:
-      if (event.flags & kFailed) [[unlikely]]
-        break;
-      if (options_.check_pools) pools_.on_segment(event);
-      if (event.kind == EventKind::segment_free) device_.recorded_free(event.address);
-      if (event.pool != kDefaultPool) [[unlikely]] {
-        // A private pool's segment goes back only once the pool is released: so is it now.
-        policy_.release_pool(event.pool);
-        after_change(event.time_ns);
-      }
+      on_segment(event, trace_index);
       break;
     case EventKind::empty_cache:
       policy_.empty_cache();
@@ -81,13 +73,6 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
     default:
       break;
   }
-}
-
-bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < events.size() && !stopped_; ++i) feed(events[i], first_trace_index + i);
-  elapsed_ += std::chrono::steady_clock::now() - start;
-  return !stopped_;
 }
 
 void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
@@ -115,16 +100,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   if (!block) {
     live_.erase(slot);
-    ++metrics_.ooms;
-    if (!metrics_.oom_at_event) {
-      metrics_.oom_at_event = index;
-      metrics_.oom_trace_event = trace_index;
-      metrics_.oom_request_bytes = event.size;
-      metrics_.oom_stack = event.stack;
-    }
-    failed_allocations_.insert(event.address);
-    if (!options_.continue_after_oom) stopped_ = true;
-    return;
+    return record_oom(event, index, trace_index);
   }
   slot->second = LiveBlock{block->address, block->size, event.size};
   count_live(*block, event.size);
@@ -180,6 +156,23 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
   (device_calls() == calls_before ? free_cached_ : free_device_).record(static_cast<uint64_t>(ns.count()));
 }
 
+// Recorded segment events are outcomes of the recorded allocator, not replayed, except the
+// starting state's segments and the release of a private pool.
+void ReplaySession::on_segment(const Event& event, uint64_t trace_index) {
+  if (options_.check_pools) pools_.on_segment(event);
+  // The trace's own record of the driver's calls, for a device that places by it (SimDevice).
+  if (event.kind == EventKind::segment_alloc) device_.recorded_malloc(event.address, event.size);
+  if (event.kind == EventKind::segment_free) device_.recorded_free(event.address);
+  const bool created = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
+  if (created) {
+    if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);
+  } else if (event.pool != kDefaultPool) [[unlikely]] {
+    // A private pool's segment goes back only once the pool is released: so is it now.
+    policy_.release_pool(event.pool);
+    after_change(event.time_ns);
+  }
+}
+
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
   if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
   std::optional<uint64_t> policy_address;
@@ -213,12 +206,27 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
     }
   }
   if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
+  // Under a capacity below the starting state, the trace does not fit: an OOM (as `fit` probes
+  // expect), not bad input.
+  if (!block && device_.capacity()) return record_oom(event, replay_index_, trace_index);
   if (!block) {
     inconsistent(trace_index, "the state the trace starts in does not fit on this device");
     return;
   }
   add_live(event.address, *block, event.size);
   // No metrics until the starting state is whole (after_change at the first recorded event).
+}
+
+void ReplaySession::record_oom(const Event& event, uint64_t index, uint64_t trace_index) {
+  ++metrics_.ooms;
+  if (!metrics_.oom_at_event) {
+    metrics_.oom_at_event = index;
+    metrics_.oom_trace_event = trace_index;
+    metrics_.oom_request_bytes = event.size;
+    metrics_.oom_stack = event.stack;
+  }
+  failed_allocations_.insert(event.address);
+  if (!options_.continue_after_oom) stopped_ = true;
 }
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {

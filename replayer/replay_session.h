@@ -68,11 +68,16 @@ class ReplaySession {
     uint64_t requested;  // bytes the application asked for
   };
 
+  bool feed_events(std::span<const Event> events, uint64_t first_trace_index);  // feed, untimed
   void dispatch(const Event& event, uint64_t trace_index);
   void on_alloc(const Event& event, uint64_t trace_index);
   void on_free(const Event& event, uint64_t trace_index);
+  void on_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_segment(const Event& event, uint64_t trace_index);
   void on_preexisting_alloc(const Event& event, uint64_t trace_index);
+  // An allocation the policy could not serve: counted, the first one described; stops the replay
+  // unless continue_after_oom.
+  void record_oom(const Event& event, uint64_t index, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void count_live(const Block& block, uint64_t requested);  // live bytes and their peaks
   void after_change(uint64_t time_ns);

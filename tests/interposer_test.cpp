@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "recorder/interposer/child_command.h"
 #include "replayer/replay_runner.h"
 #include "replayer/trace_summary.h"
 #include "replayer/trace_validator.h"
@@ -39,18 +40,7 @@ struct Result {
 
 // Runs argv with extra environment variables; stderr is captured.
 Result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& dir) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (!env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  const ChildCommand command(argv, env);
 
   const std::string out_path = (dir / "stdout.txt").string(), err_path = (dir / "stderr.txt").string();
   posix_spawn_file_actions_t actions;
@@ -59,7 +49,7 @@ Result run(const std::vector<std::string>& argv, const std::map<std::string, std
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   Result result;
   pid_t pid = 0;
-  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) == 0) waitpid(pid, &result.status, 0);
+  if (posix_spawn(&pid, command.program(), &actions, nullptr, command.argv(), command.envp()) == 0) waitpid(pid, &result.status, 0);
   posix_spawn_file_actions_destroy(&actions);
   std::ifstream out(out_path), err(err_path);
   result.out.assign(std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>());

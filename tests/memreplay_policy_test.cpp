@@ -2,7 +2,7 @@
 //   reserved peak          <= 1.02 x requested peak
 //   smallest fitting cap   <= 1.01 x requested peak
 //   device calls           <= those of PyTorch's default allocator (cudaMalloc + map, cudaFree + unmap)
-// The first holds on every trace. The other two do not yet on some: for those traces the test
+// The first holds on every trace, the second on 3 of 9 and the third on 2 of 9: for the others the test
 // asserts the measured figure as a ceiling (so that a regression fails) and reports the gap;
 // kKnownGaps lists them, and the README's table shows the figures.
 #include <gtest/gtest.h>
@@ -22,12 +22,15 @@ struct Gap {
   double calls_ceiling = 0;     // 0: the PyTorch-default target holds; else calls / PyTorch's
 };
 
-// Measured on 2026-12-01 (README, "The memreplay policy"), with a little headroom.
+// Measured on 2026-12-01, third session (README, "The memreplay policy"), with a little headroom.
+// Calls: an online allocator that must stay under 1.02 x an unknown peak can map ahead by at most
+// ~2% of its high-water mark per call, so the first growth to the peak alone costs more maps than
+// PyTorch's segments on gpt2_train; the varying batches of vit move pages every call.
 const std::map<std::string, Gap> kKnownGaps = {
-    {"gpt2_generate.default", {1.0140, 2.0}},        {"gpt2_train.capped", {1.0120, 3.4}},
-    {"gpt2_train.default", {1.0120, 3.4}},           {"gpt2_train.stacks", {1.0120, 3.4}},
-    {"gpt2_train.truncated", {1.0115, 1.75}},        {"vit_infer_varbatch.default", {1.0140, 6.8}},
-    {"vit_infer_varbatch.emptycache", {1.0140, 2.1}},
+    {"gpt2_generate.default", {0, 1.85}},         {"gpt2_train.capped", {1.0110, 2.2}},
+    {"gpt2_train.default", {1.0110, 2.2}},        {"gpt2_train.stacks", {1.0110, 2.2}},
+    {"gpt2_train.truncated", {1.0108, 1.17}},     {"vit_infer_varbatch.default", {1.0140, 6.2}},
+    {"vit_infer_varbatch.emptycache", {1.0140, 1.33}},
 };
 
 std::vector<std::string> traces() { return testing::shared_names("traces", ".pickle.xz"); }

@@ -12,8 +12,8 @@ set -uo pipefail
 policies=(pytorch pytorch:expandable_segments:True memreplay gmlake bfc:allow_growth:true
           bfc:memory_limit:16GiB rmm_pool rmm_arena:arena_size:16GiB rmm_binning buddy cuda_async passthrough)
 # passthrough's one cudaMalloc per allocation costs ~20 s on gpt2_generate: the smaller traces only.
-default_traces=(gpt2_train.default gpt2_train.truncated multistream_pipeline.default resnet50_train.default
-        vit_infer_varbatch.default vit_infer_varbatch.emptycache gpt2_generate.default)
+default_traces=(gpt2_train.default gpt2_train.capped gpt2_train.stacks gpt2_train.truncated multistream_pipeline.default
+        resnet50_train.default vit_infer_varbatch.default vit_infer_varbatch.emptycache gpt2_generate.default)
 read -r -a traces <<<"${MEMREPLAY_GPU_TRACES:-${default_traces[*]}}"  # fewer, for a quick try
 
 if [ "${1:-}" = "--prepare" ]; then

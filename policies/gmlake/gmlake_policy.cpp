@@ -21,6 +21,7 @@
 // (sBlocks kept for reuse), its fragmentation threshold for stitching, and per-stream pools (one
 // pool for every stream, as in the paper's single-stream training).
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include <absl/container/btree_map.h>
@@ -29,6 +30,7 @@
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
+#include "policies/suballoc/coalesce.h"
 
 namespace memreplay {
 namespace {
@@ -49,7 +51,14 @@ class GmlakePolicy final : public Policy {
     uint64_t size;
     uint64_t range;  // start of its virtual range
     bool free;
+    uint64_t range_order;  // the range's creation number: ties broken by it, not by addresses
   };
+  // Free pieces ordered by size, then by their range's creation, then by address within it: the
+  // same choices on every device (a real driver hands out and reuses reservations in its own
+  // address order; the simulator's only rise), as in the paper's sBlock pool, where a block's
+  // virtual address does not order it.
+  using FreeKey = std::tuple<uint64_t, uint64_t, uint64_t>;  // (size, range_order, address)
+  static FreeKey key(uint64_t address, const Piece& piece) { return {piece.size, piece.range_order, address}; }
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     if (bytes <= kSmallSize) {
@@ -60,8 +69,8 @@ class GmlakePolicy final : public Policy {
     if (bytes > device_.total_memory()) return std::nullopt;
     const uint64_t size = (bytes + chunk_ - 1) / chunk_ * chunk_;
     std::optional<uint64_t> address;
-    if (const auto fit = free_.lower_bound({size, 0}); fit != free_.end())
-      address = reuse(fit->second, size);
+    if (const auto fit = free_.lower_bound({size, 0, 0}); fit != free_.end())
+      address = reuse(std::get<2>(*fit), size);
     else
       address = stitch(size);
     if (!address) return std::nullopt;
@@ -71,41 +80,42 @@ class GmlakePolicy final : public Policy {
   // Step 1: take the free piece at `address`, split off what the request does not need.
   uint64_t reuse(uint64_t address, uint64_t size) {
     Piece piece = pieces_.at(address);
-    free_.erase({piece.size, address});
+    free_.erase(key(address, piece));
     if (piece.size > size) {
-      pieces_.emplace(address + size, Piece{piece.size - size, piece.range, true});
-      free_.emplace(piece.size - size, address + size);
+      const Piece rest{piece.size - size, piece.range, true, piece.range_order};
+      pieces_.emplace(address + size, rest);
+      free_.insert(key(address + size, rest));
     }
-    pieces_.insert_or_assign(address, Piece{size, piece.range, false});  // (btree: no references kept)
+    pieces_.insert_or_assign(address, Piece{size, piece.range, false, piece.range_order});  // (btree: no references kept)
     return address;
   }
 
   // Steps 2 and 3: the physical memory of free pieces, largest first, into one new range.
   std::optional<uint64_t> stitch(uint64_t size) {
     uint64_t gathered = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> taken;  // (size, address)
+    std::vector<uint64_t> taken;  // addresses
     for (auto it = free_.rbegin(); it != free_.rend() && gathered < size; ++it) {
-      taken.push_back(*it);
-      gathered += it->first;
+      taken.push_back(std::get<2>(*it));
+      gathered += std::get<0>(*it);
     }
     const uint64_t fresh = gathered >= size ? 0 : size - gathered;
     if (const auto cap = device_.capacity(); cap && device_.counters().reserved_bytes + fresh > *cap) return std::nullopt;
     const auto range = device_.reserve_address(size);
     if (!range) return std::nullopt;
-    for (const auto& [piece_size, address] : taken) unmap_piece(address);
+    for (const uint64_t address : taken) unmap_piece(address);
     if (!device_.map(*range, size)) {
       device_.release_address(*range, size);
       return std::nullopt;
     }
     ranges_.emplace(*range, Range{size, size});
-    pieces_.emplace(*range, Piece{size, *range, false});
+    pieces_.emplace(*range, Piece{size, *range, false, ranges_created_++});
     return *range;
   }
 
   void unmap_piece(uint64_t address) {
     const auto it = pieces_.find(address);
     const Piece piece = it->second;
-    free_.erase({piece.size, address});
+    free_.erase(key(address, piece));
     pieces_.erase(it);
     device_.unmap(address, piece.size);
     Range& range = ranges_.at(piece.range);
@@ -121,37 +131,20 @@ class GmlakePolicy final : public Policy {
       small_->free(address, stream);
       return true;
     }
-    auto it = pieces_.find(address);
+    const auto it = pieces_.find(address);
     if (it == pieces_.end() || it->second.free) return false;
-    uint64_t start = address;
-    Piece piece = it->second;
     // Coalesce with free neighbours of the same range (its chunks are mapped contiguously).
-    if (auto next = std::next(it); next != pieces_.end() && next->second.free && next->second.range == piece.range &&
-                                   next->first == start + piece.size) {
-      free_.erase({next->second.size, next->first});
-      piece.size += next->second.size;
-      pieces_.erase(next);
-      it = pieces_.find(address);
-    }
-    if (it != pieces_.begin()) {
-      auto previous = std::prev(it);
-      if (previous->second.free && previous->second.range == piece.range &&
-          previous->first + previous->second.size == start) {
-        free_.erase({previous->second.size, previous->first});
-        start = previous->first;
-        piece.size += previous->second.size;
-        pieces_.erase(it);
-      }
-    }
-    piece.free = true;
-    pieces_.insert_or_assign(start, piece);
-    free_.emplace(piece.size, start);
+    suballoc::free_and_coalesce(pieces_, free_, it,
+                                [](uint64_t left_start, const Piece& left, uint64_t right_start, const Piece& right) {
+                                  return left.range == right.range && left_start + left.size == right_start;
+                                },
+                                &GmlakePolicy::key);
     return true;
   }
 
   void do_empty_cache() override {
     std::vector<uint64_t> idle;
-    for (const auto& [size, address] : free_) idle.push_back(address);
+    for (const auto& [size, order, address] : free_) idle.push_back(address);
     for (const uint64_t address : idle) unmap_piece(address);
     small_->empty_cache();
   }
@@ -168,7 +161,8 @@ class GmlakePolicy final : public Policy {
   absl::flat_hash_map<uint64_t, bool> small_live_;     // blocks handed out by small_
   absl::btree_map<uint64_t, Range> ranges_;            // virtual ranges: start -> range
   absl::btree_map<uint64_t, Piece> pieces_;            // every large block, live or free
-  absl::btree_set<std::pair<uint64_t, uint64_t>> free_;  // free pieces: (size, address)
+  absl::btree_set<FreeKey> free_;                        // free pieces
+  uint64_t ranges_created_ = 0;
 };
 
 std::unique_ptr<Policy> make_gmlake(std::string_view options, Device& device) {

@@ -12,11 +12,17 @@
 //      freed on one stream is reused on another (a live allocator makes the allocating stream wait
 //      on an event recorded at the free, as RMM's stream-ordered pool does).
 //   2. Physical pages are mapped only under blocks, and cached when their blocks are freed.
-//   3. Reserved memory never rises above its own high-water mark while free pages are cached: a
-//      request that needs new pages and would raise the mark first unmaps whole free pages
-//      (largest runs first, fewest calls), so the cache is moved to where it is needed.
-//   4. Under a capacity (set_per_process_memory_fraction), the same, against the cap; the request
-//      fails only when the cap minus what live blocks pin cannot hold it.
+//   3. The budget: mapped pages stay within 1/64 of the highest live requested bytes seen so far
+//      (the high-water mark H, learned from the run). A request that needs new pages maps, in the
+//      same call, every page up to the budget after it (growth in the largest steps that keep
+//      reserved memory under ~1.02 x H if the peak comes now); a request that would pass the
+//      budget first unmaps just enough cached free pages (one run where one suffices, else the
+//      largest runs: fewest calls), so the cache is moved to where it is needed.
+//   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap; the
+//      request fails only when the cap minus what live blocks pin cannot hold it.
+// An online allocator cannot grow in steps larger than that margin without risking more than
+// 1.02 x at an unknown peak, so the growth from nothing to the peak costs about
+// ln(peak / first step) / ln(1 + 1/64) maps; PyTorch's segments grow by whole requests.
 // Everything is known to a running allocator: its own live blocks, its mapped pages and its own
 // high-water mark. No options: nothing to tune.
 #include <algorithm>
@@ -32,14 +38,19 @@ namespace memreplay {
 namespace {
 
 constexpr uint64_t kAlignment = 512;
-// Reserved memory may run 1/200 (0.5%) above the highest live requested bytes seen so far before
-// cached pages are moved; a move frees another 0.5%, so that the next few growths need none.
-constexpr uint64_t kSlackDivisor = 200;
+// Pages may be mapped up to 1/64 (1.56%) above the highest live requested bytes seen so far: the
+// most a live allocator can map ahead without knowing where the peak is and stay under 1.02 x it
+// (the rest of the 2% is for the pages that live blocks share with holes).
+constexpr uint64_t kBudgetDivisor = 64;
 
 class MemreplayPolicy final : public Policy {
  public:
   explicit MemreplayPolicy(Device& device)
       : device_(device), arena_(device, 4 * device.total_memory()) {}
+  static std::unique_ptr<Policy> create(std::string_view options, Device& device) {
+    detail::PolicyOptions("memreplay", options, {});  // no knobs to tune
+    return std::make_unique<MemreplayPolicy>(device);
+  }
 
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
@@ -48,41 +59,35 @@ class MemreplayPolicy final : public Policy {
     if (!placement) return std::nullopt;
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);
-    if (placement->new_bytes > 0 && !make_room(*placement, size)) {
-      live_requested_ -= bytes;
-      return std::nullopt;
+    uint64_t extend = 0;
+    if (placement->new_bytes > 0) {
+      const uint64_t limit = budget();
+      if (arena_.mapped_bytes() + placement->new_bytes > limit)
+        arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - limit, placement->address, size);
+      const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
+      if (const auto cap = device_.capacity(); cap && after > *cap) {
+        live_requested_ -= bytes;
+        return std::nullopt;
+      }
+      extend = after < limit ? limit - after : 0;  // growth: map up to the budget in this one call
     }
-    // Grow in steps of 1/64 of the high-water mark (at least a page, at most 64 MiB): fewer
-    // calls while the job warms up, at most ~1.6% mapped ahead of need.
-    const uint64_t step = std::clamp<uint64_t>(high_water_ / 64, 0, 64ull << 20);
-    const uint64_t extend = placement->new_bytes > 0 && placement->new_bytes < step ? step - placement->new_bytes : 0;
-    if (!arena_.take(placement->address, size, fits_cap(placement->new_bytes + extend) ? extend : 0)) {
+    if (!arena_.take(placement->address, size, extend)) {
       arena_.reclaim(UINT64_MAX, placement->address, size);
       if (!arena_.take(placement->address, size)) {
         live_requested_ -= bytes;
         return std::nullopt;
       }
     }
-    high_water_ = std::max(high_water_, arena_.mapped_bytes());
     live_.emplace(placement->address, LiveBlock{size, bytes});
     return Block{placement->address, size};
   }
 
-  // Rules 3 and 4: unmap cached pages so that mapping the new ones keeps reserved memory at its
-  // high-water mark and under the cap. False when the cap cannot be kept.
-  bool make_room(const detail::VmmArena::Placement& placement, uint64_t size) {
-    const uint64_t after = arena_.mapped_bytes() + placement.new_bytes;
-    uint64_t limit = requested_high_water_ + requested_high_water_ / kSlackDivisor;
+  // The most this policy maps: a little above the highest live requested bytes so far, and
+  // never above the cap.
+  uint64_t budget() const {
+    uint64_t limit = requested_high_water_ + requested_high_water_ / kBudgetDivisor;
     if (const auto cap = device_.capacity()) limit = std::min(limit, *cap);
-    if (after > limit) arena_.reclaim(after - limit + requested_high_water_ / kSlackDivisor, placement.address, size);
-    if (const auto cap = device_.capacity())
-      return arena_.mapped_bytes() + placement.new_bytes <= *cap;
-    return true;
-  }
-
-  bool fits_cap(uint64_t new_bytes) const {
-    const auto cap = device_.capacity();
-    return !cap || arena_.mapped_bytes() + new_bytes <= *cap;
+    return limit;
   }
 
   bool do_free(uint64_t address, StreamId) override {
@@ -104,19 +109,13 @@ class MemreplayPolicy final : public Policy {
   absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;
   uint64_t requested_high_water_ = 0;
-  uint64_t high_water_ = 0;                      // the most this policy has had mapped
 };
-
-std::unique_ptr<Policy> make_memreplay(std::string_view options, Device& device) {
-  detail::PolicyOptions("memreplay", options, {});  // no knobs to tune
-  return std::make_unique<MemreplayPolicy>(device);
-}
 
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(memreplay, .name = "memreplay",
-                          .description = "ours: one VMM range for all streams, pages mapped under blocks, "
-                                         "cached pages moved instead of raising reserved memory",
-                          .options_help = "(no options)", .factory = make_memreplay);
+                          .description = "ours: one VMM range for all streams, pages mapped under blocks up to "
+                                         "1/64 above the live high-water mark, cached pages moved beyond it",
+                          .options_help = "(no options)", .factory = &MemreplayPolicy::create);
 
 }  // namespace memreplay

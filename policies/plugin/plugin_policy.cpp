@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include <absl/container/btree_map.h>
 #include <absl/container/btree_set.h>
@@ -50,18 +51,25 @@ class DeviceBridge {
     }
   }
 
-  static int malloc_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
-    DeviceBridge& bridge = self(context);
+  // cudaMalloc and cuMemAddressReserve: a request of 0 bytes is the plugin's fault; what the
+  // device grants is entered in `held`, so that its free or release can be checked.
+  template <class Get, class Held>
+  int acquire(uint64_t bytes, uint64_t* address, const char* zero_request, Get get, Held& held) noexcept {
     int result = 1;
-    bridge.guarded([&] {
-      if (bytes == 0) return bridge.fail("asked the device for 0 bytes");
-      if (const auto got = bridge.device_.malloc(bytes)) {
-        bridge.mallocs_.emplace(*got, bytes);
+    guarded([&] {
+      if (bytes == 0) return fail(zero_request);
+      if (const std::optional<uint64_t> got = get()) {
+        held.emplace(*got, bytes);
         *address = *got;
         result = 0;
       }
     });
     return result;
+  }
+  static int malloc_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
+    DeviceBridge& bridge = self(context);
+    return bridge.acquire(bytes, address, "asked the device for 0 bytes", [&] { return bridge.device_.malloc(bytes); },
+                          bridge.mallocs_);
   }
   static void free_cb(void* context, uint64_t address) noexcept {
     DeviceBridge& bridge = self(context);
@@ -73,16 +81,8 @@ class DeviceBridge {
   }
   static int reserve_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
     DeviceBridge& bridge = self(context);
-    int result = 1;
-    bridge.guarded([&] {
-      if (bytes == 0) return bridge.fail("reserved 0 bytes of address space");
-      if (const auto got = bridge.device_.reserve_address(bytes)) {
-        bridge.reservations_.emplace(*got, bytes);
-        *address = *got;
-        result = 0;
-      }
-    });
-    return result;
+    return bridge.acquire(bytes, address, "reserved 0 bytes of address space",
+                          [&] { return bridge.device_.reserve_address(bytes); }, bridge.reservations_);
   }
   static void release_cb(void* context, uint64_t address, uint64_t bytes) noexcept {
     DeviceBridge& bridge = self(context);

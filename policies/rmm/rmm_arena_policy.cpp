@@ -140,14 +140,13 @@ class RmmArenaPolicy final : public Policy {
   absl::flat_hash_map<uint64_t, Live> live_;
 };
 
-std::unique_ptr<Policy> make_rmm_arena(std::string_view text, Device& device) {
+// The arena_size option, when given: at least one superblock.
+std::optional<uint64_t> arena_size_option(std::string_view text) {
   const detail::PolicyOptions options("rmm_arena", text, {"arena_size"});
   std::optional<uint64_t> arena_size;
-  for (const auto& entry : options.entries()) {
-    arena_size = options.to_bytes(entry);
-    if (*arena_size < kSuperblock) options.fail(entry, "must be at least 1MiB");
-  }
-  return std::make_unique<RmmArenaPolicy>(device, arena_size);
+  for (const auto& entry : options.entries())
+    if ((arena_size = options.to_bytes(entry)) < kSuperblock) options.fail(entry, "must be at least 1MiB");
+  return arena_size;
 }
 
 }  // namespace
@@ -156,7 +155,10 @@ MEMREPLAY_REGISTER_POLICY(rmm_arena, .name = "rmm_arena",
                           .description = "RAPIDS RMM's arena_memory_resource: one global arena, per-stream arenas of "
                                          ">= 1 MiB superblocks, first fit",
                           .options_help = "arena_size:BYTES (default the capacity, else half the device's memory)",
-                          .factory = make_rmm_arena, .contract_option_sets = {"", "arena_size:256MiB"},
+                          .factory = [](std::string_view text, Device& device) -> std::unique_ptr<Policy> {
+                            return std::make_unique<RmmArenaPolicy>(device, arena_size_option(text));
+                          },
+                          .contract_option_sets = {"", "arena_size:256MiB"},
                           .releases_on_empty_cache = false);
 
 }  // namespace memreplay

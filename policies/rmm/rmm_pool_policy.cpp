@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 
+#include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
@@ -146,8 +147,8 @@ class RmmPoolPolicy final : public Policy {
   Device& device_;
   PoolConfig config_;
   uint64_t pool_size_ = 0;
-  std::map<uint64_t, uint64_t> upstream_;  // upstream allocation start -> size
-  std::map<uint64_t, Free> free_;          // free blocks by address
+  absl::btree_map<uint64_t, uint64_t> upstream_;  // upstream allocation start -> size
+  absl::btree_map<uint64_t, Free> free_;          // free blocks by address (no node per block)
   std::map<StreamId, absl::btree_set<std::pair<uint64_t, uint64_t>>> by_size_;  // per stream: (size, address)
   absl::flat_hash_map<uint64_t, uint64_t> live_;  // address -> size
 };

@@ -1,5 +1,7 @@
 #include "policies/suballoc/coalescing_regions.h"
 
+#include "policies/suballoc/coalesce.h"
+
 #include <algorithm>
 #include <iterator>
 
@@ -32,28 +34,12 @@ uint64_t CoalescingRegions::chunk_size(uint64_t address) const {
 }
 
 bool CoalescingRegions::free(uint64_t address) {
-  auto it = chunks_.find(address);
+  const auto it = chunks_.find(address);
   if (it == chunks_.end() || it->second.free) return false;
-  uint64_t start = address;
-  Chunk chunk = it->second;
   // Merge with the next chunk, then the previous one, when free and in the same region.
-  if (auto next = std::next(it); next != chunks_.end() && next->second.free && next->second.region == chunk.region) {
-    by_size_.erase({next->second.size, next->first});
-    chunk.size += next->second.size;
-    chunks_.erase(next);
-    it = chunks_.find(address);
-  }
-  if (it != chunks_.begin()) {
-    auto previous = std::prev(it);
-    if (previous->second.free && previous->second.region == chunk.region) {
-      by_size_.erase({previous->second.size, previous->first});
-      start = previous->first;
-      chunk.size += previous->second.size;
-      chunks_.erase(it);
-    }
-  }
-  chunk.free = true;
-  insert_free(start, chunk);
+  free_and_coalesce(chunks_, by_size_, it, [](uint64_t, const Chunk& left, uint64_t, const Chunk& right) {
+    return left.region == right.region;
+  });
   return true;
 }
 

@@ -30,6 +30,35 @@ class CallTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// A timed allocating device call (`call` returns false when the device is out of memory); a failed
+// one is counted.
+// The handle `handles` keeps for `key`, made by `create` on first use; a creation that throws
+// leaves no entry behind.
+template <class Map, class Create>
+typename Map::mapped_type created_once(Map& handles, const typename Map::key_type& key, Create create) {
+  auto [it, inserted] = handles.try_emplace(key, nullptr);
+  if (inserted) {
+    try {
+      create(&it->second);
+    } catch (...) {
+      handles.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+template <class Call>
+bool timed_allocation(DeviceCounters& counters, Call call) {
+  bool ok = false;
+  {
+    CallTimer timer(counters.device_call_ns);
+    ok = call();
+  }
+  if (!ok) ++counters.failed_calls;
+  return ok;
+}
+
 void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
 uint64_t as_address(const void* pointer) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointer)); }
 
@@ -89,15 +118,7 @@ std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
     return std::nullopt;
   }
   void* pointer = nullptr;
-  bool ok = false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    ok = CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes));
-  }
-  if (!ok) {
-    ++counters_.failed_calls;
-    return std::nullopt;
-  }
+  if (!timed_allocation(counters_, [&] { return CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes)); })) return std::nullopt;
   const uint64_t address = as_address(pointer);
   malloced_.emplace(address, bytes);
   ++counters_.malloc_calls;
@@ -260,15 +281,10 @@ std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId s
   }
   const cudaStream_t real_stream = stream_for(stream);
   void* pointer = nullptr;
-  bool ok = false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    ok = CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
-  }
-  if (!ok) {
-    ++counters_.failed_calls;
+  if (!timed_allocation(counters_, [&] {
+        return CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
+      }))
     return std::nullopt;
-  }
   const uint64_t address = as_address(pointer);
   pool_live_.emplace(address, bytes);
   ++counters_.pool_malloc_calls;
@@ -334,31 +350,16 @@ void CudaDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) 
     if (it != events_.end()) CUDA_TRY(cudaStreamWaitEvent(real_stream, it->second, 0));
     return;  // an event never recorded in the trace orders nothing
   }
-  auto [it, inserted] = events_.try_emplace(event_id, nullptr);
-  if (inserted) {
-    try {
-      CUDA_TRY(cudaEventCreateWithFlags(&it->second, cudaEventDisableTiming));
-    } catch (...) {
-      events_.erase(it);
-      throw;
-    }
-  }
-  CUDA_TRY(cudaEventRecord(it->second, real_stream));
+  const cudaEvent_t event = created_once(
+      events_, event_id, [](cudaEvent_t* e) { CUDA_TRY(cudaEventCreateWithFlags(e, cudaEventDisableTiming)); });
+  CUDA_TRY(cudaEventRecord(event, real_stream));
 }
 
 cudaStream_t CudaDevice::stream_for(StreamId stream) {
   if (stream == 0) return cudaStreamLegacy;
-  auto [it, inserted] = streams_.try_emplace(stream, nullptr);
-  if (inserted) {
-    // Non-blocking, as PyTorch's side streams: no implicit ordering with the legacy stream.
-    try {
-      CUDA_TRY(cudaStreamCreateWithFlags(&it->second, cudaStreamNonBlocking));
-    } catch (...) {
-      streams_.erase(it);
-      throw;
-    }
-  }
-  return it->second;
+  // Non-blocking, as PyTorch's side streams: no implicit ordering with the legacy stream.
+  return created_once(streams_, stream,
+                      [](cudaStream_t* s) { CUDA_TRY(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)); });
 }
 
 CudaDevice::PoolAttributes CudaDevice::pool_attributes() const {

@@ -29,12 +29,12 @@ std::string driver_error_name(CUresult error) {
 
 }  // namespace
 
-void throw_runtime_error(cudaError_t error, const char* call, const char* file, int line) {
+void throw_error(cudaError_t error, const char* call, const char* file, int line) {
   throw CudaError(std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ") from " + call +
                   " at " + file + ":" + std::to_string(line));
 }
 
-void throw_driver_error(CUresult error, const char* call, const char* file, int line) {
+void throw_error(CUresult error, const char* call, const char* file, int line) {
   throw CudaError(driver_error_name(error) + " from " + call + " at " + file + ":" + std::to_string(line));
 }
 

@@ -19,31 +19,29 @@ class CudaError : public std::runtime_error {
 
 namespace cuda_detail {
 
-[[noreturn]] void throw_runtime_error(cudaError_t error, const char* call, const char* file, int line);
-[[noreturn]] void throw_driver_error(CUresult error, const char* call, const char* file, int line);
+// What differs between the two APIs; the checks below are written once over both.
+[[noreturn]] void throw_error(cudaError_t error, const char* call, const char* file, int line);
+[[noreturn]] void throw_error(CUresult error, const char* call, const char* file, int line);
+inline bool succeeded(cudaError_t error) { return error == cudaSuccess; }
+inline bool succeeded(CUresult error) { return error == CUDA_SUCCESS; }
+inline bool out_of_memory(cudaError_t error) { return error == cudaErrorMemoryAllocation; }
+inline bool out_of_memory(CUresult error) { return error == CUDA_ERROR_OUT_OF_MEMORY; }
+// The runtime keeps its last error: an OOM the policy handles is no error of ours, so clear it.
+inline void clear_error(cudaError_t) { (void)cudaGetLastError(); }
+inline void clear_error(CUresult) {}
 
-inline void check_runtime(cudaError_t error, const char* call, const char* file, int line) {
-  if (error != cudaSuccess) [[unlikely]]
-    throw_runtime_error(error, call, file, line);
+template <class Error>
+void check(Error error, const char* call, const char* file, int line) {
+  if (!succeeded(error)) [[unlikely]]
+    throw_error(error, call, file, line);
 }
 
-inline bool check_runtime_alloc(cudaError_t error, const char* call, const char* file, int line) {
-  if (error == cudaSuccess) [[likely]]
+template <class Error>
+bool check_alloc(Error error, const char* call, const char* file, int line) {
+  if (succeeded(error)) [[likely]]
     return true;
-  if (error != cudaErrorMemoryAllocation) throw_runtime_error(error, call, file, line);
-  (void)cudaGetLastError();  // clear it: an OOM the policy handles is no error of ours
-  return false;
-}
-
-inline void check_driver(CUresult error, const char* call, const char* file, int line) {
-  if (error != CUDA_SUCCESS) [[unlikely]]
-    throw_driver_error(error, call, file, line);
-}
-
-inline bool check_driver_alloc(CUresult error, const char* call, const char* file, int line) {
-  if (error == CUDA_SUCCESS) [[likely]]
-    return true;
-  if (error != CUDA_ERROR_OUT_OF_MEMORY) throw_driver_error(error, call, file, line);
+  if (!out_of_memory(error)) throw_error(error, call, file, line);
+  clear_error(error);
   return false;
 }
 
@@ -51,10 +49,10 @@ inline bool check_driver_alloc(CUresult error, const char* call, const char* fil
 }  // namespace memreplay
 
 // Runtime API call (cudaError_t): throws CudaError unless cudaSuccess.
-#define CUDA_TRY(call) ::memreplay::cuda_detail::check_runtime((call), #call, __FILE__, __LINE__)
+#define CUDA_TRY(call) ::memreplay::cuda_detail::check(cudaError_t{call}, #call, __FILE__, __LINE__)
 // Runtime API allocation: true on success, false on cudaErrorMemoryAllocation, else throws.
-#define CUDA_TRY_ALLOC(call) ::memreplay::cuda_detail::check_runtime_alloc((call), #call, __FILE__, __LINE__)
+#define CUDA_TRY_ALLOC(call) ::memreplay::cuda_detail::check_alloc(cudaError_t{call}, #call, __FILE__, __LINE__)
 // Driver API call (CUresult): throws CudaError unless CUDA_SUCCESS.
-#define CU_TRY(call) ::memreplay::cuda_detail::check_driver((call), #call, __FILE__, __LINE__)
+#define CU_TRY(call) ::memreplay::cuda_detail::check(CUresult{call}, #call, __FILE__, __LINE__)
 // Driver API allocation: true on success, false on CUDA_ERROR_OUT_OF_MEMORY, else throws.
-#define CU_TRY_ALLOC(call) ::memreplay::cuda_detail::check_driver_alloc((call), #call, __FILE__, __LINE__)
+#define CU_TRY_ALLOC(call) ::memreplay::cuda_detail::check_alloc(CUresult{call}, #call, __FILE__, __LINE__)

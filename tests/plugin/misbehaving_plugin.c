@@ -63,18 +63,10 @@ static void empty_cache(void* p) { (void)p; }
 
 static const char* last_error(void* p) { return ((state*)p)->error; }
 
-static const memreplay_policy_plugin kPlugin = {
-    .abi_version = MISBEHAVE == 5 ? 999u : MEMREPLAY_POLICY_PLUGIN_ABI,
-    .name = PLUGIN_NAME,
-    .description = "test plugin",
-    .options_help = "(no options)",
-    .create = create,
-    .destroy = destroy,
-    .allocate = allocate,
-    .free = free_block,
-    .empty_cache = empty_cache,
-    .last_error = last_error,
-};
+/* In the header's field order; fault 5 declares an ABI version that does not exist. */
+static const memreplay_policy_plugin kPlugin = {MISBEHAVE == 5 ? 999u : MEMREPLAY_POLICY_PLUGIN_ABI,
+                                                PLUGIN_NAME, "test plugin", "(no options)",
+                                                create, destroy, allocate, free_block, empty_cache, last_error};
 
 #if MISBEHAVE == 6
 __attribute__((visibility("default"))) const memreplay_policy_plugin* some_other_entry(void) { return &kPlugin; }

@@ -20,27 +20,14 @@
 #include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
 #include "replayer/replay_session.h"
+#include "tools/bench/bench_support.h"
+
 #include <unordered_map>
 
 extern "C" const memreplay_policy_plugin* example_plugin_built_in_table(void);
 
 namespace memreplay {
 namespace {
-
-const std::vector<Event>& gpt2_generate_events() {
-  static const std::vector<Event> events = [] {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("memreplay-plugin-bench-" + std::to_string(getpid()) + ".mrt")).string();
-    {
-      TraceWriter writer(path);
-      import_file(std::string(MEMREPLAY_SHARED_DIR) + "/traces/gpt2_generate.default.pickle.xz", writer);
-    }
-    auto all = TraceReader::read_all(path);
-    std::filesystem::remove(path);
-    return all;
-  }();
-  return events;
-}
 
 // cudaMalloc as a bump pointer, cudaFree as nothing: the cheapest device that counts.
 class BumpDevice final : public Device {
@@ -105,20 +92,7 @@ class BuiltInExample final : public Policy {
 };
 
 void replay(benchmark::State& state, const std::function<std::unique_ptr<Policy>(Device&)>& make) {
-  const auto& events = gpt2_generate_events();
-  uint64_t replayed = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    BumpDevice device;
-    auto policy = make(device);
-    ReplaySession session(*policy, device, ReplayOptions{});
-    state.ResumeTiming();
-    session.feed_batch(events, 0);
-    state.PauseTiming();
-    replayed = session.finish().events;
-    state.ResumeTiming();
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(replayed * state.iterations()));
+  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<BumpDevice>(); }, make);
 }
 
 void BM_PluginPolicy_built_in(benchmark::State& state) {

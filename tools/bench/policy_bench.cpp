@@ -6,60 +6,25 @@
 //   ./policy_bench                              # every policy
 //   ./policy_bench --benchmark_filter='memreplay|pytorch$'
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 
-#include <filesystem>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "policies/registry.h"
-#include "proto/trace_reader.h"
-#include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
 #include "replayer/bound/offline_bound.h"
-#include "replayer/replay_session.h"
 #include "replayer/sim_device.h"
+#include "tools/bench/bench_support.h"
 
 namespace memreplay {
 namespace {
 
-const std::string& gpt2_generate_trace() {
-  static const std::string trace = [] {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("memreplay-policy-bench-" + std::to_string(getpid()) + ".mrt")).string();
-    TraceWriter writer(path);
-    import_file(std::string(MEMREPLAY_SHARED_DIR) + "/traces/gpt2_generate.default.pickle.xz", writer);
-    return path;
-  }();
-  return trace;
-}
-
-const std::vector<Event>& gpt2_generate_events() {
-  static const std::vector<Event> events = TraceReader::read_all(gpt2_generate_trace());
-  return events;
-}
-
 void BM_Policy(benchmark::State& state, const std::string& spec) {
-  const auto& events = gpt2_generate_events();
-  uint64_t replayed = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    SimDevice device({});
-    auto policy = PolicyRegistry::instance().create(spec, device);
-    ReplaySession session(*policy, device, ReplayOptions{});
-    state.ResumeTiming();
-    session.feed_batch(events, 0);
-    state.PauseTiming();
-    const ReplayMetrics m = session.finish();
-    replayed = m.events;
-    benchmark::DoNotOptimize(m.reserved_peak);
-    state.ResumeTiming();
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(replayed * state.iterations()));
+  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<SimDevice>(SimDevice::Options{}); },
+                               [&](Device& device) { return PolicyRegistry::instance().create(spec, device); });
 }
 
 void BM_Bound(benchmark::State& state) {
-  const auto blocks = read_lifetimes(gpt2_generate_trace());
+  const auto blocks = read_lifetimes(bench::gpt2_generate_trace());
   for (auto _ : state) benchmark::DoNotOptimize(compute_bound(blocks).greedy_rounded);
   state.SetItemsProcessed(static_cast<int64_t>(blocks.size() * state.iterations()));
 }

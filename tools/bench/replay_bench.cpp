@@ -23,6 +23,7 @@
 #include "replayer/replay_session.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim_device.h"
+#include "tools/bench/bench_support.h"
 #include "proto/trace_reader.h"
 
 namespace memreplay {
@@ -33,35 +34,10 @@ std::string temp_path(const std::string& name) {
       .string();
 }
 
-const std::vector<Event>& gpt2_generate_events() {
-  static const std::vector<Event> events = [] {
-    const std::string trace = temp_path("gpt2_generate.mrt");
-    TraceWriter writer(trace);
-    import_file(std::string(MEMREPLAY_SHARED_DIR) + "/traces/gpt2_generate.default.pickle.xz", writer);
-    auto all = TraceReader::read_all(trace);
-    std::filesystem::remove(trace);
-    return all;
-  }();
-  return events;
-}
-
 void BM_ReplayGpt2Generate(benchmark::State& state, std::string policy_spec) {
-  const auto& events = gpt2_generate_events();
-  uint64_t replayed = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    SimDevice device({});
-    auto policy = PolicyRegistry::instance().create(policy_spec, device);
-    ReplaySession session(*policy, device, ReplayOptions{});
-    state.ResumeTiming();
-    session.feed_batch(events, 0);
-    state.PauseTiming();
-    const ReplayMetrics m = session.finish();
-    replayed = m.events;
-    benchmark::DoNotOptimize(m.reserved_peak);
-    state.ResumeTiming();
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(replayed * state.iterations()));
+  const uint64_t replayed = bench::replay_each_iteration(
+      state, bench::gpt2_generate_events(), [] { return std::make_unique<SimDevice>(SimDevice::Options{}); },
+      [&](Device& device) { return PolicyRegistry::instance().create(policy_spec, device); });
   state.counters["events"] = static_cast<double>(replayed);
 }
 BENCHMARK_CAPTURE(BM_ReplayGpt2Generate, pytorch, std::string("pytorch"))->Unit(benchmark::kMillisecond);

@@ -25,6 +25,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "recorder/import/trace_writer.h"
+#include "recorder/interposer/child_command.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
@@ -177,19 +178,7 @@ void forward_signal(int sig) {
 }
 
 int run_command(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (!env.contains(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = command;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
+  const ChildCommand child(command, env);
   struct sigaction ignore {}, forward {}, old_int {}, old_quit {}, old_term {}, old_hup {};
   ignore.sa_handler = SIG_IGN;
   forward.sa_handler = forward_signal;
@@ -203,8 +192,8 @@ int run_command(const std::vector<std::string>& command, const std::map<std::str
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
-    execvpe(argv[0], argv.data(), envp.data());
-    std::fprintf(stderr, "memreplay record: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    execvpe(child.program(), child.argv(), child.envp());
+    std::fprintf(stderr, "memreplay record: cannot run %s: %s\n", child.program(), std::strerror(errno));
     _exit(127);
   }
   if (pid < 0) throw InputError(std::string("cannot start the command: ") + std::strerror(errno));

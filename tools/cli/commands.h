@@ -6,19 +6,15 @@
 
 namespace memreplay::cli {
 
-void add_import_command(CLI::App& app);
-void add_info_command(CLI::App& app);
-void add_validate_command(CLI::App& app);
-void add_replay_command(CLI::App& app);
-void add_compare_command(CLI::App& app);
-void add_bound_command(CLI::App& app);
-void add_fit_command(CLI::App& app);
-void add_policies_command(CLI::App& app);
-void add_record_command(CLI::App& app);
-void add_check_command(CLI::App& app);
-void add_advise_command(CLI::App& app);
-void add_report_command(CLI::App& app);
-void add_export_command(CLI::App& app);
+// Every subcommand, in the order `memreplay --help` lists them; tools/cli/cmd_NAME.cpp defines
+// add_NAME_command. One list: main() adds them all from it.
+#define MEMREPLAY_SUBCOMMANDS(X) \
+  X(record) X(import) X(info) X(validate) X(replay) X(compare) X(fit) X(check) X(advise) X(export) \
+  X(report) X(bound) X(policies)
+
+#define MEMREPLAY_DECLARE_SUBCOMMAND(name) void add_##name##_command(CLI::App& app);
+MEMREPLAY_SUBCOMMANDS(MEMREPLAY_DECLARE_SUBCOMMAND)
+#undef MEMREPLAY_DECLARE_SUBCOMMAND
 
 // Set by a command that found the input bad in a way it reported itself (validate).
 inline int command_exit_status = 0;

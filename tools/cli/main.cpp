@@ -20,19 +20,9 @@ int main(int argc, char** argv) {
       "memreplay"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(memreplay::kProducer));
-  memreplay::cli::add_record_command(app);
-  memreplay::cli::add_import_command(app);
-  memreplay::cli::add_info_command(app);
-  memreplay::cli::add_validate_command(app);
-  memreplay::cli::add_replay_command(app);
-  memreplay::cli::add_compare_command(app);
-  memreplay::cli::add_fit_command(app);
-  memreplay::cli::add_check_command(app);
-  memreplay::cli::add_advise_command(app);
-  memreplay::cli::add_export_command(app);
-  memreplay::cli::add_report_command(app);
-  memreplay::cli::add_bound_command(app);
-  memreplay::cli::add_policies_command(app);
+#define MEMREPLAY_ADD_SUBCOMMAND(name) memreplay::cli::add_##name##_command(app);
+  MEMREPLAY_SUBCOMMANDS(MEMREPLAY_ADD_SUBCOMMAND)
+#undef MEMREPLAY_ADD_SUBCOMMAND
   try {
     memreplay::cli::load_environment_plugins();
     std::vector<std::string> arguments = memreplay::cli::normalize_json_arguments(argc, argv);

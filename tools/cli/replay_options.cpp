@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "proto/input_error.h"
+#include "proto/trace_reader.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
 
@@ -25,6 +27,21 @@ void add_replay_options(CLI::App& command, ReplayOptions& options) {
                    "time every allocate/free: p50/p90/p99/max, served from cache vs needing a device call");
 }
 
+void add_policy_list_options(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
+                             const std::string& policy_help, std::string& json, const std::string& json_what) {
+  add_replay_options(command, replay);
+  command.add_option("--policy", policies, policy_help);
+  add_json_option(command, json, json_what);
+}
+
+void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {
+  if (allowed) return;
+  TraceReader reader(trace);
+  if (!reader.complete())
+    throw InputError(trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") + "); " +
+                     consequence);
+}
+
 void warn_before_replay(const ReplayOptions& options) {
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
@@ -36,7 +53,7 @@ void warn_before_replay(const ReplayOptions& options) {
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (m.events == 0)
+  if (m.events == 0 && !m.oom_at_event)  // (an OOM in the starting state stops before any event)
     warn(options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
          " (see `memreplay info` for the devices it has); every number below is 0");
 }
