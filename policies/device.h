@@ -120,6 +120,17 @@ class Device {
     (void)stream, (void)event_id, (void)is_wait;
   }
 
+  // The trace's own record of the driver, fed in trace order as the replay reads it: its cudaMalloc
+  // of `bytes` that returned `address`, and its cudaFree of `address`. A device that models where
+  // the driver puts memory may follow it (SimDevice: replayer/recorded_placement.h); a real GPU
+  // places its own.
+  virtual void recorded_malloc(uint64_t address, uint64_t bytes) { (void)address, (void)bytes; }
+  virtual void recorded_free(uint64_t address) { (void)address; }
+  // True when addresses it handed out followed that record and a later call could not (the replay
+  // made other calls than the trace): its placement is then a mix of two rules, and a replay that
+  // wants one rule throughout runs again with DeviceRequest::follow_recorded_placement off.
+  virtual bool left_recorded_placement() const { return false; }
+
   // The physically backed address ranges [start, end), sorted: cudaMalloc'd ranges and mapped
   // pages. The engine uses them to measure free-space fragmentation; empty if unknown.
   virtual std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const { return {}; }

@@ -30,6 +30,7 @@ MEMREPLAY_REGISTER_DEVICE(sim, "sim", "simulated GPU: deterministic, CPU only, w
                             SimDevice::Options options;
                             if (r.total_memory != 0) options.total_memory = r.total_memory;
                             options.capacity = r.capacity;
+                            options.follow_recorded_placement = r.follow_recorded_placement;
                             return std::make_unique<SimDevice>(options);
                           });
 

@@ -19,6 +19,7 @@ struct DeviceRequest {
   int index = 0;                     // which physical device, for real ones
   uint64_t total_memory = 0;         // for simulated devices: the recorded device's memory
   std::optional<uint64_t> capacity;  // per-process cap in bytes
+  bool follow_recorded_placement = true;  // simulated devices: see Device::recorded_malloc
 };
 
 using DeviceFactory = std::function<std::unique_ptr<Device>(const DeviceRequest&)>;

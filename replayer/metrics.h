@@ -59,6 +59,8 @@ struct ReplayMetrics {
   uint32_t oom_stack = 0;                      // its stack id in the trace, 0 if none
   uint64_t preexisting_segments = 0;           // adopted from a trace that starts mid-run
   uint64_t skipped_events = 0;                 // inconsistent events skipped under --lenient
+  // Every cudaMalloc placed where the trace recorded it (the replay made the trace's own calls).
+  bool recorded_placement = false;
   double replay_seconds = 0;
   double device_call_seconds = 0;  // inside driver calls (real devices only)
   std::optional<OperationLatencies> latency;  // with --time-operations

@@ -13,8 +13,16 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "proto/event.h"
+#include "proto/trace.pb.h"
 
 namespace memreplay {
+
+// Whether a trace may hold private pools, so that its pool assignment is checked: its header names
+// pools (an imported snapshot), or it is a memreplay.torch recording, whose header is written
+// before any pool exists and which announces each pool with an annotation instead.
+inline bool may_have_private_pools(const proto::TraceHeader& header) {
+  return header.pools_size() > 0 || header.source() == "pytorch-live";
+}
 
 class PoolConsistency {
  public:

@@ -25,6 +25,9 @@ struct ReplayOptions {
   // Check the trace's pool assignment (pool_consistency.h): run_replay sets it for traces whose
   // header names private pools.
   bool check_pools = false;
+  // Place cudaMallocs where the trace recorded them while the replay makes the trace's own calls
+  // (replayer/recorded_placement.h). run_replay replays again without, when a replay left them.
+  bool follow_recorded_placement = true;
 };
 
 }  // namespace memreplay

@@ -7,6 +7,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/device_registry.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/replay_session.h"
 
 namespace memreplay {
@@ -14,6 +15,7 @@ namespace memreplay {
 ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options) {
   DeviceRequest device_request;
   device_request.capacity = options.capacity;
+  device_request.follow_recorded_placement = options.follow_recorded_placement;
   for (const auto& d : reader.header().devices())
     if (d.index() == options.trace_device) device_request.total_memory = d.total_memory();
   ReplayTarget target;
@@ -31,15 +33,22 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   auto [device, policy] = make_replay_target(reader, options);
 
   ReplayOptions session_options = options;
-  session_options.check_pools = options.check_pools || reader.header().pools_size() > 0;
+  session_options.check_pools = options.check_pools || may_have_private_pools(reader.header());
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
   while (reader.next_batch(batch)) {
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
+    if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
+  }
+  if (device->left_recorded_placement()) {
+    ReplayOptions by_model = options;
+    by_model.follow_recorded_placement = false;
+    return run_replay(by_model);
   }
   ReplayMetrics metrics = session.finish();
+  metrics.recorded_placement = options.follow_recorded_placement;
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
   if (auto loss = reader.loss()) {

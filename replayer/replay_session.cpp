@@ -160,6 +160,9 @@ void ReplaySession::timed_free(uint64_t address, StreamId stream) {
 // starting state's segments and the release of a private pool.
 void ReplaySession::on_segment(const Event& event, uint64_t trace_index) {
   if (options_.check_pools) pools_.on_segment(event);
+  // The trace's own record of the driver's calls, for a device that places by it (SimDevice).
+  if (event.kind == EventKind::segment_alloc) device_.recorded_malloc(event.address, event.size);
+  if (event.kind == EventKind::segment_free) device_.recorded_free(event.address);
   const bool created = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
   if (created) {
     if (event.has_flag(kPreexisting)) on_preexisting_segment(event, trace_index);

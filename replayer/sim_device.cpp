@@ -13,13 +13,17 @@ constexpr uint64_t kHeapBytes = 1ull << 40;  // 1 TiB of VA for cudaMalloc
 // that uses cudaMalloc and VMM reservations together (gmlake) must not see the two overlap.
 constexpr uint64_t kReservationBase = kHeapBase + kHeapBytes + (4ull << 30);
 constexpr uint64_t kPoolBase = kHeapBase - kHeapBytes;  // the stream-ordered pool's chunks
+// The end of the heap's window with the driver model's permanent chunks above its top.
+constexpr uint64_t kHeapWindowEnd = kHeapBase + kHeapBytes + (1ull << 30);
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
 }  // namespace
 
 SimDevice::SimDevice(Options options)
-    : options_(options), heap_(kHeapBase + kHeapBytes, kHeapBytes), next_reservation_(kReservationBase), pool_(kPoolBase) {}
+    : options_(options), heap_(kHeapBase + kHeapBytes, kHeapBytes), next_reservation_(kReservationBase), pool_(kPoolBase) {
+  if (!options_.follow_recorded_placement) placement_.leave();
+}
 
 bool SimDevice::has_room_for(uint64_t bytes) const {
   const uint64_t limit = options_.capacity ? std::min(*options_.capacity, options_.total_memory)
@@ -38,7 +42,12 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
     ++counters_.failed_calls;
     return std::nullopt;
   }
-  const std::optional<uint64_t> address = heap_.allocate(bytes);
+  std::optional<uint64_t> address =
+      placement_.replay_malloc(bytes, [&](uint64_t recorded) { return recorded_range_is_free(recorded, bytes); });
+  if (address)
+    recorded_live_[*address] = *address + bytes;
+  else
+    address = heap_.allocate(bytes);
   if (!address) {
     ++counters_.failed_calls;
     return std::nullopt;
@@ -51,14 +60,36 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
 
 void SimDevice::free(uint64_t address) {
   const auto live = heap_live_.find(address);
-  if (live == heap_live_.end() || !heap_.release(address))
+  if (live == heap_live_.end() || (recorded_live_.erase(address) == 0 && !heap_.release(address)))
     throw std::logic_error("SimDevice::free of an address it never handed out");
+  placement_.replay_free(address);
   counters_.remove_reserved(live->second);
   heap_live_.erase(live);
   ++counters_.free_calls;
 }
 
+bool SimDevice::recorded_range_is_free(uint64_t address, uint64_t bytes) const {
+  if (address == 0 || address > UINT64_MAX - bytes) return false;
+  const uint64_t end = address + bytes;
+  if (end > kPoolBase && address < kHeapWindowEnd) return false;               // the model's windows
+  if (end > kReservationBase && address < next_reservation_) return false;  // VMM reserved so far
+  const auto next = recorded_live_.lower_bound(address);
+  if (next != recorded_live_.end() && next->first < end) return false;
+  return next == recorded_live_.begin() || std::prev(next)->second <= address;
+}
+
 std::optional<uint64_t> SimDevice::reserve_address(uint64_t bytes) {
+  // Reservations go up from their base, past any segment placed where the trace recorded it.
+  const uint64_t span = round_up(bytes, options_.granularity);
+  for (;;) {
+    const auto after = recorded_live_.upper_bound(next_reservation_);
+    if (after != recorded_live_.begin() && std::prev(after)->second > next_reservation_)
+      next_reservation_ = round_up(std::prev(after)->second, options_.granularity);
+    else if (after != recorded_live_.end() && after->first < next_reservation_ + span)
+      next_reservation_ = round_up(after->second, options_.granularity);
+    else
+      break;
+  }
   const uint64_t address = next_reservation_;
   next_reservation_ += round_up(bytes, options_.granularity);
   ++counters_.reserve_calls;

@@ -1,8 +1,9 @@
 // SimDevice: a GPU without a GPU. Deterministic, CPU only, with a capacity and a model of the
 // driver's address assignment.
 //
-// Addresses: cudaMalloc's come from DriverAddressModel (driver_address_model.h), fitted to where the
-// real driver put PyTorch's segments. VMM reservations (cuMemAddressReserve) come from a separate,
+// Addresses: cudaMalloc's are where the trace recorded them while the replay makes the trace's own
+// cudaMalloc/cudaFree calls (recorded_placement.h), then from DriverAddressModel
+// (driver_address_model.h), fitted to where the real driver put PyTorch's segments. VMM reservations (cuMemAddressReserve) come from a separate,
 // higher window bump-allocated upwards, as the driver keeps them apart from cudaMalloc's heap. Only
 // the relative order of addresses matters to the policies (best fit breaks ties by address).
 //
@@ -17,6 +18,7 @@
 
 #include "policies/device.h"
 #include "replayer/driver_address_model.h"
+#include "replayer/recorded_placement.h"
 #include "replayer/sim_async_pool.h"
 
 namespace memreplay {
@@ -29,6 +31,7 @@ class SimDevice final : public Device {
     uint64_t total_memory = kH200TotalMemory;
     std::optional<uint64_t> capacity;  // per-process cap; a malloc over it fails (map: see map())
     uint64_t granularity = 2ull << 20;
+    bool follow_recorded_placement = true;  // else the model places every cudaMalloc
   };
   explicit SimDevice(Options options);
 
@@ -52,9 +55,15 @@ class SimDevice final : public Device {
   void pool_trim(uint64_t keep_bytes) override;
   void synchronize() override;
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
+  void recorded_malloc(uint64_t address, uint64_t bytes) override { placement_.recorded_malloc(address, bytes); }
+  void recorded_free(uint64_t address) override { placement_.recorded_free(address); }
+  bool left_recorded_placement() const override { return placement_.followed() && !placement_.in_step(); }
 
  private:
   bool has_room_for(uint64_t bytes) const;
+  // A recorded address the heap can take: inside no window of the simulator's own and clear of
+  // every live segment placed there (a hostile trace may record anything).
+  bool recorded_range_is_free(uint64_t address, uint64_t bytes) const;
   void update_pool_counters();  // after every pool operation
 
   Options options_;
@@ -62,6 +71,9 @@ class SimDevice final : public Device {
   // cudaMalloc heap: where allocations go, and the bytes asked for (counted as reserved) of each.
   DriverAddressModel heap_;
   std::unordered_map<uint64_t, uint64_t> heap_live_;
+  // Segments placed where the trace recorded them (start -> end), outside the model's window.
+  RecordedPlacement placement_;
+  std::map<uint64_t, uint64_t> recorded_live_;
   // Mapped pages of VMM reservations: start -> end, adjacent ranges merged.
   std::map<uint64_t, uint64_t> mapped_;
   uint64_t next_reservation_;

@@ -203,6 +203,7 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
   advice.peak = capture_peak_state([&] {
     ReplayOptions o = base;
     o.policy_spec = current_policy;
+    o.follow_recorded_placement = now.recorded_placement;  // placed as the replay that found the peak
     return o;
   }(), now.reserved_peak);
   return advice;

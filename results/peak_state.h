@@ -41,6 +41,8 @@ struct PeakState {
   std::vector<StackBytes> top_stacks;  // largest first, at most `top_stacks`
 };
 
+// Replays with options.follow_recorded_placement as given: pass the ReplayMetrics' own
+// recorded_placement, so that the replay is placed as the one that measured reserved_peak.
 PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks = 10);
 
 }  // namespace memreplay::results

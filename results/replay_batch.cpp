@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "proto/trace_reader.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/replay_runner.h"
 #include "replayer/replay_session.h"
 #include "results/observing_policy.h"
@@ -38,6 +39,7 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     Lane lane;
     ReplayOptions options = base;
     options.policy_spec = spec;
+    options.check_pools = base.check_pools || may_have_private_pools(reader.header());
     auto target = make_replay_target(reader, options);
     lane.device = std::move(target.device);
     lane.policy = std::move(target.policy);
@@ -53,18 +55,36 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
   std::vector<Event> batch;
   uint64_t index = 0;
   size_t running = lanes.size();
+  // A lane whose device left the trace's recorded placement stops at once and is replayed again
+  // by the placement model throughout (replay_runner.h).
+  const auto left = [](const Lane& lane) { return lane.device->left_recorded_placement(); };
   while (running > 0 && reader.next_batch(batch)) {
     for (auto& lane : lanes)
-      if (!lane.session->stopped() && !lane.session->feed_batch(batch, index)) --running;
+      if (!lane.session->stopped() && !left(lane) && (!lane.session->feed_batch(batch, index) || left(lane))) --running;
     index += batch.size();
+  }
+
+  std::vector<ReplayLane> again;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    if (left(lanes[i])) again.push_back(specs[i]);
+  TraceReplays by_model;
+  if (!again.empty()) {
+    ReplayOptions model_base = base;
+    model_base.follow_recorded_placement = false;
+    by_model = replay_lanes(model_base, again);
   }
 
   TraceReplays out;
   out.complete = reader.complete();
-  for (size_t i = 0; i < lanes.size(); ++i) {
+  for (size_t i = 0, next_again = 0; i < lanes.size(); ++i) {
+    if (left(lanes[i])) {
+      out.metrics.push_back(std::move(by_model.metrics[next_again++]));
+      continue;
+    }
     ReplayMetrics m = lanes[i].session->finish();
     m.policy = specs[i].policy;
     m.device = base.device_spec;
+    m.recorded_placement = base.follow_recorded_placement;
     out.metrics.push_back(std::move(m));
   }
   return out;

@@ -103,6 +103,7 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
     ReplayOptions one = base;
     one.policy_spec = policies[i];
     one.timeline_points = 1;
+    one.follow_recorded_placement = m.recorded_placement;  // placed as the replay that found the peak
     const PeakState peak = capture_peak_state(one, m.reserved_peak);
     rows.push_back({{"policy", policies[i]},
                     {"paste", paste_for(policies[i])},

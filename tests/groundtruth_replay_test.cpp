@@ -13,14 +13,13 @@
 #include "replayer/replay_runner.h"
 #include "replayer/sim_device.h"
 #include "tests/test_support.h"
+#include "tests/test_support/groundtruth_rows.h"
 
 namespace memreplay {
 namespace {
 
+namespace t = testing;
 using nlohmann::json;
-using testing::imported_trace;
-using testing::read_json;
-using testing::shared_path;
 
 // A SimDevice that also logs its driver calls as PyTorch's segment trace actions would name them.
 class RecordingSimDevice final : public Device {
@@ -52,6 +51,9 @@ class RecordingSimDevice final : public Device {
     log.emplace_back("segment_unmap", bytes);
     sim_.unmap(address, bytes);
   }
+  void recorded_malloc(uint64_t address, uint64_t bytes) override { sim_.recorded_malloc(address, bytes); }
+  void recorded_free(uint64_t address) override { sim_.recorded_free(address); }
+  bool left_recorded_placement() const override { return sim_.left_recorded_placement(); }
   uint64_t granularity() const override { return sim_.granularity(); }
   uint64_t total_memory() const override { return sim_.total_memory(); }
   std::optional<uint64_t> capacity() const override { return sim_.capacity(); }
@@ -70,6 +72,7 @@ MEMREPLAY_REGISTER_DEVICE(recording_sim, "recording-sim", "SimDevice that logs d
                             SimDevice::Options options;
                             if (r.total_memory != 0) options.total_memory = r.total_memory;
                             options.capacity = r.capacity;
+                            options.follow_recorded_placement = r.follow_recorded_placement;
                             return std::make_unique<RecordingSimDevice>(options);
                           });
 
@@ -80,40 +83,26 @@ std::vector<std::string> replay_rows() { return testing::shared_names("groundtru
 // Without the data GroundTruthReplay has no instances (and gtest's check of that names no folder):
 // this fails then, saying where it looked.
 TEST(GroundTruthData, HasEveryReplayRow) {
-  const auto dir = shared_path("groundtruth/replay");
+  const auto dir = t::shared_path("groundtruth/replay");
   EXPECT_EQ(replay_rows().size(), kReplayRows) << "*.json in " << dir;
-}
-
-std::string policy_for(const std::string& alloc_conf) {
-  return alloc_conf.empty() ? "pytorch" : "pytorch:" + alloc_conf;
 }
 
 class GroundTruthReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
-  const json truth = read_json(shared_path("groundtruth/replay/" + GetParam() + ".json"));
+  const json truth = t::read_json(t::shared_path("groundtruth/replay/" + GetParam() + ".json"));
   const json& run = truth["run"];
   const std::string snapshot = truth["snapshot"];
-  const std::string trace = imported_trace(snapshot.substr(0, snapshot.find(".pickle")));
+  const std::string trace = t::imported_trace(snapshot.substr(0, snapshot.find(".pickle")));
 
   ReplayOptions request;
   request.trace_path = trace;
-  request.policy_spec = policy_for(truth["alloc_conf"]);
+  request.policy_spec = t::policy_for(truth["alloc_conf"]);
   request.device_spec = "recording-sim";
   if (!run["cap_bytes"].is_null()) request.capacity = run["cap_bytes"].get<uint64_t>();
   const ReplayMetrics m = run_replay(request);
 
-  EXPECT_EQ(m.reserved_peak, run["reserved_peak"].get<uint64_t>());
-  EXPECT_EQ(m.allocated_peak, run["allocated_peak"].get<uint64_t>());
-  EXPECT_EQ(m.requested_peak, run["requested_peak"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, run["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, run["num_device_free"].get<uint64_t>());
-  EXPECT_EQ(m.alloc_retries, run["num_alloc_retries"].get<uint64_t>());
-  EXPECT_EQ(m.ooms, run["num_ooms"].get<uint64_t>());
-  if (run["oom_at_event"].is_null())
-    EXPECT_FALSE(m.oom_at_event.has_value());
-  else
-    EXPECT_EQ(m.oom_at_event, std::optional<uint64_t>(run["oom_at_event"].get<uint64_t>()));
+  t::expect_equals_replay_row(m, run);
   if (!m.oom_at_event) EXPECT_EQ(m.events, run["events"].get<uint64_t>());
 
   std::vector<std::pair<std::string, uint64_t>> expected;
@@ -139,13 +128,7 @@ TEST_P(GroundTruthReplay, MatchesPyTorchToTheByte) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRows, GroundTruthReplay, ::testing::ValuesIn(replay_rows()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRows, GroundTruthReplay, ::testing::ValuesIn(replay_rows()), t::RowNamePrinter());
 
 // Live runs whose traces themselves carry the condition: a cap, a ring buffer that wrapped,
 // empty_cache calls. Reserved peak and device call counts must equal the run's own stats.
@@ -158,30 +141,19 @@ struct LiveRun {
 class GroundTruthLiveRun : public ::testing::TestWithParam<LiveRun> {};
 
 TEST_P(GroundTruthLiveRun, ReservedPeakAndDeviceCallsMatch) {
-  const json run = read_json(shared_path("groundtruth/runs/" + GetParam().run + ".json"));
+  const json run = t::read_json(t::shared_path("groundtruth/runs/" + GetParam().run + ".json"));
   ReplayOptions request;
-  request.trace_path = imported_trace(GetParam().trace);
-  request.policy_spec = policy_for(run["alloc_conf"]);
-  if (run["cap"].get<double>() > 0)
-    request.capacity = static_cast<uint64_t>(run["cap"].get<double>() * run["total_memory"].get<double>());
-  const ReplayMetrics m = run_replay(request);
-  const json& stats = run["stats"];
-  EXPECT_EQ(m.reserved_peak, run["max_memory_reserved"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, stats["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, stats["num_device_free"].get<uint64_t>());
-  EXPECT_FALSE(m.oom_at_event.has_value());
+  request.trace_path = t::imported_trace(GetParam().trace);
+  request.policy_spec = t::policy_for(run["alloc_conf"]);
+  request.capacity = t::live_cap_bytes(run);
+  t::expect_equals_live_run(run_replay(request), run);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runs, GroundTruthLiveRun,
                          ::testing::Values(LiveRun{"gpt2_train.capped", "gpt2_train.capped"},
                                            LiveRun{"gpt2_train.truncated", "gpt2_train.truncated"},
                                            LiveRun{"vit_infer_varbatch.emptycache", "vit_infer_varbatch.emptycache"}),
-                         [](const auto& info) {
-                           std::string name = info.param.run;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         [](const auto& info) { return t::test_name_of(info.param.run); });
 
 }  // namespace
 }  // namespace memreplay

@@ -12,6 +12,7 @@
 
 #include "replayer/replay_runner.h"
 #include "tests/test_support.h"
+#include "tests/test_support/groundtruth_rows.h"
 
 namespace memreplay {
 namespace {
@@ -75,12 +76,7 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedTraces, MemreplayPolicyTargets, ::testing::ValuesIn(traces()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         testing::RowNamePrinter());
 
 }  // namespace
 }  // namespace memreplay

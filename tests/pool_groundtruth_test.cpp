@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "proto/input_error.h"
 #include "proto/trace_reader.h"
-#include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
 #include "replayer/replay_runner.h"
 #include "replayer/trace_summary.h"
 #include "replayer/trace_validator.h"
 #include "tests/test_support.h"
+#include "tests/test_support/groundtruth_rows.h"
 
 namespace memreplay {
 namespace {
@@ -31,16 +32,7 @@ constexpr const char* kJobs[] = {"graphs_shared_pool", "mempool_kv_cache",  "gra
                                  "compile_reduce_overhead", "capped_retry", "empty_cache_steps"};
 
 // The job's snapshot imported once per test process.
-std::string pool_trace(const std::string& job) {
-  static std::map<std::string, std::string> imported;
-  if (auto it = imported.find(job); it != imported.end()) return it->second;
-  const auto dir = fs::temp_directory_path() / ("memreplay-pools-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string out = (dir / (job + ".mrt")).string();
-  TraceWriter writer(out);
-  import_file(pool_data(job + ".pickle.xz").string(), writer);
-  return imported[job] = out;
-}
+std::string pool_trace(const std::string& job) { return testing::imported_file(pool_data(job + ".pickle.xz")); }
 
 std::vector<Event> all_events(const std::string& path) { return TraceReader::read_all(path); }
 
@@ -136,10 +128,6 @@ TEST(PoolImport, RetryBurstsAreNotInferredAsEmptyCache) {
   EXPECT_EQ(inferred("empty_cache_steps"), 3u);
 }
 
-std::string policy_for(const std::string& alloc_conf) {
-  return alloc_conf.empty() ? "pytorch" : "pytorch:" + alloc_conf;
-}
-
 class PoolGroundTruthReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PoolGroundTruthReplay, MatchesPyTorchToTheByte) {
@@ -148,30 +136,12 @@ TEST_P(PoolGroundTruthReplay, MatchesPyTorchToTheByte) {
   const std::string snapshot = truth["snapshot"];
   ReplayOptions request;
   request.trace_path = pool_trace(snapshot.substr(0, snapshot.find(".pickle")));
-  request.policy_spec = policy_for(truth["alloc_conf"]);
+  request.policy_spec = testing::policy_for(truth["alloc_conf"]);
   if (!run["cap_bytes"].is_null()) request.capacity = run["cap_bytes"].get<uint64_t>();
-  const ReplayMetrics m = run_replay(request);
-
-  EXPECT_EQ(m.reserved_peak, run["reserved_peak"].get<uint64_t>());
-  EXPECT_EQ(m.allocated_peak, run["allocated_peak"].get<uint64_t>());
-  EXPECT_EQ(m.requested_peak, run["requested_peak"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, run["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, run["num_device_free"].get<uint64_t>());
-  EXPECT_EQ(m.alloc_retries, run["num_alloc_retries"].get<uint64_t>());
-  EXPECT_EQ(m.ooms, run["num_ooms"].get<uint64_t>());
-  if (run["oom_at_event"].is_null())
-    EXPECT_FALSE(m.oom_at_event.has_value());
-  else
-    EXPECT_EQ(m.oom_at_event, std::optional<uint64_t>(run["oom_at_event"].get<uint64_t>()));
+  testing::expect_equals_replay_row(run_replay(request), run);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRows, PoolGroundTruthReplay, ::testing::ValuesIn(replay_rows()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRows, PoolGroundTruthReplay, ::testing::ValuesIn(replay_rows()), testing::RowNamePrinter());
 
 // The capped job replayed under its own cap reproduces the live run: reserved peak, device calls
 // and its alloc retries.
@@ -179,14 +149,10 @@ TEST(PoolLiveRun, CappedRetryUnderItsCapReproducesTheLiveRun) {
   const json live = read_json(pool_data("capped_retry.live.json"));
   ReplayOptions request;
   request.trace_path = pool_trace("capped_retry");
-  request.capacity = static_cast<uint64_t>(live["cap"].get<double>() * live["total_memory"].get<double>());
+  request.capacity = testing::live_cap_bytes(live);
   const ReplayMetrics m = run_replay(request);
-  EXPECT_EQ(m.reserved_peak, live["max_memory_reserved"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, live["stats"]["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, live["stats"]["num_device_free"].get<uint64_t>());
-  EXPECT_EQ(m.alloc_retries, live["stats"]["num_alloc_retries"].get<uint64_t>());
+  testing::expect_equals_live_run(m, live);
   EXPECT_EQ(m.alloc_retries, 2u);
-  EXPECT_FALSE(m.oom_at_event.has_value());
   // Uncapped, the same trace needs no retry and frees no segment: no phantom empty_cache.
   request.capacity.reset();
   const ReplayMetrics free_run = run_replay(request);
@@ -202,20 +168,54 @@ TEST_P(PoolLiveRecorder, TraceReplaysToTheJobsOwnStats) {
   const json live = read_json(pool_data("live/" + GetParam() + ".mrtlive.json"));
   ReplayOptions request;
   request.trace_path = pool_data("live/" + GetParam() + ".live.mrt").string();
-  if (live["cap"].get<double>() > 0)
-    request.capacity = static_cast<uint64_t>(live["cap"].get<double>() * live["total_memory"].get<double>());
-  const ReplayMetrics m = run_replay(request);
-  EXPECT_EQ(m.reserved_peak, live["max_memory_reserved"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, live["stats"]["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, live["stats"]["num_device_free"].get<uint64_t>());
-  EXPECT_EQ(m.alloc_retries, live["stats"]["num_alloc_retries"].get<uint64_t>());
-  EXPECT_FALSE(m.oom_at_event.has_value());
+  request.capacity = testing::live_cap_bytes(live);
+  testing::expect_equals_live_run(run_replay(request), live);
   uint64_t private_allocs = 0;
   for (const Event& e : all_events(request.trace_path)) private_allocs += e.kind == EventKind::alloc && e.pool != 0;
   EXPECT_EQ(private_allocs > 0, !live["pools_made"].empty()) << "the tracker records each allocation's pool";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllJobs, PoolLiveRecorder, ::testing::ValuesIn(std::vector<std::string>(std::begin(kJobs), std::end(kJobs))));
+
+// A live trace names its pools in annotations, not in its header (written before any pool
+// exists): its pool assignment is checked all the same. memreplay.torch's trace of the MemPool job
+// with one private-pool free moved to the default pool is refused with that event's index, or
+// counted and skipped under --lenient; the trace as recorded replays clean.
+TEST(PoolLiveRun, ALiveTracesPoolAssignmentIsChecked) {
+  const std::string recorded = pool_data("live/mempool_kv_cache.live.mrt").string();
+  TraceReader reader(recorded);
+  ASSERT_EQ(reader.header().pools_size(), 0) << "the live header names no pool";
+  const auto dir = fs::temp_directory_path() / ("memreplay-livepool-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string broken = (dir / "broken.mrt").string();
+  uint64_t victim = 0;
+  {
+    TraceWriter writer(broken);
+    writer.begin(reader.header());
+    std::vector<Event> batch;
+    uint64_t index = 0;
+    while (reader.next_batch(batch))
+      for (Event e : batch) {
+        if (victim == 0 && e.kind == EventKind::free_completed && e.pool != kDefaultPool) {
+          victim = index;
+          e.pool = kDefaultPool;
+        }
+        ++index;
+        writer.append(e);
+      }
+    writer.finish();
+  }
+  ASSERT_NE(victim, 0u);
+  ReplayOptions request;
+  request.trace_path = recorded;
+  EXPECT_EQ(run_replay(request).skipped_events, 0u);
+  request.trace_path = broken;
+  const std::string error = testing::error_of<InputError>([&] { run_replay(request); });
+  EXPECT_NE(error.find("event " + std::to_string(victim)), std::string::npos) << error;
+  request.lenient = true;
+  EXPECT_EQ(run_replay(request).skipped_events, 1u);
+  fs::remove_all(dir);
+}
 
 // graphs_shared_pool's snapshot with its first 80 entries dropped, as a ring buffer drops them: cut
 // in the middle of the first graph's capture, so the starting state holds private-pool segments
@@ -258,10 +258,9 @@ TEST(PoolLiveRun, AReleasedGraphPoolGivesItsSegmentsBack) {
     ReplayOptions request;
     request.trace_path = trace;
     const ReplayMetrics m = run_replay(request);
-    EXPECT_EQ(m.reserved_peak, live["max_memory_reserved"].get<uint64_t>()) << trace;
-    EXPECT_EQ(m.device_alloc_calls, live["stats"]["num_device_alloc"].get<uint64_t>()) << trace;
-    EXPECT_EQ(m.device_free_calls, live["stats"]["num_device_free"].get<uint64_t>()) << trace;
-    EXPECT_EQ(m.device_free_calls, 7u) << trace;
+    SCOPED_TRACE(trace);
+    testing::expect_equals_live_run(m, live, false);
+    EXPECT_EQ(m.device_free_calls, 7u);
   }
 }
 

@@ -54,18 +54,26 @@ std::string read_bytes(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string imported_trace(const std::string& name) {
+std::string imported_file(const fs::path& source) {
   static std::mutex mutex;
-  static std::map<std::string, std::string> imported;
+  static std::map<fs::path, std::string> imported;
   std::lock_guard lock(mutex);
-  if (const auto it = imported.find(name); it != imported.end()) return it->second;
-  const fs::path source = shared_path(fs::path("traces") / (name + ".pickle.xz"));
-  const auto dir = fs::temp_directory_path() / ("memreplay-test-" + std::to_string(getpid()));
+  if (const auto it = imported.find(source); it != imported.end()) return it->second;
+  if (!fs::exists(source)) throw std::runtime_error("no such file: " + source.string());
+  // DIR/FOLDER/NAME.mrt: named as the input (check's baselines key by it), one folder per input
+  // folder so that names in two folders cannot clash.
+  const auto dir = fs::temp_directory_path() / ("memreplay-test-" + std::to_string(getpid())) /
+                   source.parent_path().filename();
   fs::create_directories(dir);
-  const std::string output = (dir / (name + ".mrt")).string();
+  const std::string name = source.filename().string();
+  const std::string output = (dir / (name.substr(0, name.find(".pickle")) + ".mrt")).string();
   TraceWriter writer(output);
   import_file(source.string(), writer);
-  return imported[name] = output;
+  return imported[source] = output;
+}
+
+std::string imported_trace(const std::string& name) {
+  return imported_file(shared_path(fs::path("traces") / (name + ".pickle.xz")));
 }
 
 void TempDir::make_dir(const std::string& prefix) {

@@ -29,8 +29,10 @@ nlohmann::json read_json(const std::filesystem::path& path);
 // The whole file; throws std::runtime_error naming it when it cannot be read.
 std::string read_bytes(const std::filesystem::path& path);
 
-// Imports ../shared/traces/NAME.pickle.xz into a .mrt in a temporary directory, once per process,
-// and returns the trace's path.
+// Imports a snapshot (or any input `memreplay import` reads) into a .mrt in a temporary directory,
+// once per process, and returns the trace's path; throws naming the file when it is missing.
+std::string imported_file(const std::filesystem::path& source);
+// imported_file(../shared/traces/NAME.pickle.xz).
 std::string imported_trace(const std::string& name);
 
 // The message of the E that f() throws; "" when it throws nothing.

@@ -35,6 +35,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_torch_replay import history_segments, replay_entries, run_stats, start_recording  # noqa: E402
+
 CONFIGS = {  # name: (PYTORCH_CUDA_ALLOC_CONF, cap as a multiple of the default replay's allocated peak)
     "default": ("", None),
     "expandable": ("expandable_segments:True", None),
@@ -241,17 +244,7 @@ def stats_summary(torch):
 def child_job(name: str, out_dir: str, cap: float, live_trace: str | None) -> None:
     import torch
 
-    torch.cuda.init()
-    if cap:
-        torch.cuda.set_per_process_memory_fraction(cap)
-    if live_trace:
-        import memreplay.torch
-
-        recording = memreplay.torch.start(live_trace)
-        if not recording.active:
-            raise SystemExit("the memreplay recorder did not start")
-    else:
-        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
+    recording = start_recording(torch, cap, live_trace, 4_000_000)
     pools = []
     start = time.perf_counter()
     keep = JOBS[name](torch, pools)
@@ -391,51 +384,14 @@ def child_replay(snapshot_path: str, cap: float, out_path: str, live_path: str) 
     empties = set()
     for i in inferred_empty_caches(full):
         empties.add(sum(1 for e in full[:i] if e["action"] in ("alloc", "free_completed")))
-    torch.cuda.init()
-    if cap:
-        torch.cuda.set_per_process_memory_fraction(cap)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=8_000_000)
-    streams = {}
-    mempools = {}
-    live = {}
-    oom_at = None
-    start = time.perf_counter()
-    for index, (e, pool) in enumerate(zip(entries, pools)):
-        if index in empties:
-            torch.cuda.empty_cache()
-        if e["action"] != "alloc":
-            live.pop(e["addr"], None)
-            continue
-        stream = streams.get(e["stream"])
-        if stream is None:
-            # Handle 0 is the default stream; every other recorded stream gets a stream of its own.
-            stream = streams[e["stream"]] = torch.cuda.default_stream() if e["stream"] == 0 else torch.cuda.Stream()
-        try:
-            with torch.cuda.stream(stream):
-                if pool == (0, 0):
-                    live[e["addr"]] = torch.empty(e["size"], dtype=torch.uint8, device="cuda")
-                else:
-                    mp = mempools.get(pool)
-                    if mp is None:
-                        mp = mempools[pool] = torch.cuda.MemPool()
-                    with torch.cuda.use_mem_pool(mp):
-                        live[e["addr"]] = torch.empty(e["size"], dtype=torch.uint8, device="cuda")
-        except torch.OutOfMemoryError:
-            oom_at = index
-            break
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
+    start_recording(torch, cap, None, 8_000_000)
+    live, streams, mempools, oom_at, seconds = replay_entries(torch, entries, pools, empties)
     stats = torch.cuda.memory_stats()
-    after = torch.cuda.memory._snapshot()
-    trace = after["device_traces"][0]
-    segments = [[t["action"], t["addr"], t["size"], t["stream"]] for t in trace if t["action"].startswith("segment")]
+    segments = history_segments(torch)
     run = {
         "cap": cap, "cap_bytes": int(cap * torch.cuda.get_device_properties(0).total_memory) if cap else None,
-        "oom_at_event": oom_at, "replay_s": seconds, "events": len(entries),
-        "reserved_peak": stats["reserved_bytes.all.peak"], "allocated_peak": stats["allocated_bytes.all.peak"],
-        "requested_peak": stats["requested_bytes.all.peak"], "num_device_alloc": stats["num_device_alloc"],
-        "num_device_free": stats["num_device_free"], "num_alloc_retries": stats["num_alloc_retries"],
-        "num_ooms": stats["num_ooms"], "segment_events": [[s[0], s[2]] for s in segments],
+        "replay_s": seconds, "events": len(entries), **run_stats(stats, oom_at),
+        "segment_events": [[s[0], s[2]] for s in segments],
     }
     row = {"snapshot": os.path.basename(snapshot_path), "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
            "torch": torch.__version__, "total_memory": torch.cuda.get_device_properties(0).total_memory,

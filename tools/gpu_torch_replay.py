@@ -30,6 +30,73 @@ FIELDS = ("reserved_peak", "allocated_peak", "requested_peak", "num_device_alloc
           "num_alloc_retries", "num_ooms", "oom_at_event")
 
 
+def start_recording(torch, cap: float, live_trace: str | None, max_entries: int):
+    """Initialises CUDA, applies the per-process cap, and starts recording segments: memreplay.torch
+    into `live_trace` when given (returns the recording), else PyTorch's own history (returns None)."""
+    torch.cuda.init()
+    if cap:
+        torch.cuda.set_per_process_memory_fraction(cap)
+    if not live_trace:
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=max_entries)
+        return None
+    import memreplay.torch
+
+    recording = memreplay.torch.start(live_trace)
+    if not recording.active:
+        raise SystemExit("the memreplay recorder did not start")
+    return recording
+
+
+def replay_entries(torch, entries, pools=None, empty_cache_before=()):
+    """Replays `alloc` / `free_completed` entries through the real allocator: `torch.empty` on the
+    entry's stream (handle 0 is the default stream, each other one a stream of its own), inside
+    `use_mem_pool` of one MemPool per recorded private pool (`pools[i]`, (0, 0) the default), the
+    tensor dropped at `free_completed`; empty_cache() before the entries named. Stops at the first
+    OutOfMemoryError. Returns (live tensors, streams, mempools, index of the OOM or None, seconds)."""
+    streams, mempools, live = {}, {}, {}
+    oom_at = None
+    start = time.perf_counter()
+    for index, e in enumerate(entries):
+        if index in empty_cache_before:
+            torch.cuda.empty_cache()
+        if e["action"] != "alloc":
+            live.pop(e["addr"], None)
+            continue
+        stream = streams.get(e["stream"])
+        if stream is None:
+            stream = streams[e["stream"]] = torch.cuda.default_stream() if e["stream"] == 0 else torch.cuda.Stream()
+        pool = pools[index] if pools else (0, 0)
+        try:
+            with torch.cuda.stream(stream):
+                if pool == (0, 0):
+                    live[e["addr"]] = torch.empty(e["size"], dtype=torch.uint8, device="cuda")
+                else:
+                    mp = mempools.get(pool)
+                    if mp is None:
+                        mp = mempools[pool] = torch.cuda.MemPool()
+                    with torch.cuda.use_mem_pool(mp):
+                        live[e["addr"]] = torch.empty(e["size"], dtype=torch.uint8, device="cuda")
+        except torch.OutOfMemoryError:
+            oom_at = index
+            break
+    torch.cuda.synchronize()
+    return live, streams, mempools, oom_at, time.perf_counter() - start
+
+
+def history_segments(torch):
+    """Every segment entry of device 0's history: [action, address, size, stream]."""
+    trace = torch.cuda.memory._snapshot()["device_traces"][0]
+    return [[t["action"], t["addr"], t["size"], t["stream"]] for t in trace if t["action"].startswith("segment")]
+
+
+def run_stats(stats, oom_at):
+    """memory_stats() in the ground truth's terms."""
+    return {"reserved_peak": stats["reserved_bytes.all.peak"], "allocated_peak": stats["allocated_bytes.all.peak"],
+            "requested_peak": stats["requested_bytes.all.peak"], "num_device_alloc": stats["num_device_alloc"],
+            "num_device_free": stats["num_device_free"], "num_alloc_retries": stats["num_alloc_retries"],
+            "num_ooms": stats["num_ooms"], "oom_at_event": oom_at}
+
+
 def child(row_path: str, snapshot_path: str, out_path: str) -> None:
     import torch
 
@@ -40,54 +107,16 @@ def child(row_path: str, snapshot_path: str, out_path: str) -> None:
         snapshot = pickle.load(f)
     entries = [e for e in snapshot["device_traces"][0] if e["action"] in ("alloc", "free_completed")]
 
-    torch.cuda.init()
     cap = row["run"].get("cap") or 0.0
-    if cap:
-        torch.cuda.set_per_process_memory_fraction(cap)
-    if live_trace:
-        import memreplay.torch
-
-        recording = memreplay.torch.start(live_trace)
-        if not recording.active:
-            raise SystemExit("the memreplay recorder did not start")
-    else:
-        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=8_000_000)
-    streams = {0: torch.cuda.default_stream()}
-    live = {}
-    oom_at = None
-    start = time.perf_counter()
-    for index, e in enumerate(entries):
-        if e["action"] == "alloc":
-            stream = streams.get(e["stream"])
-            if stream is None:
-                stream = streams[e["stream"]] = torch.cuda.Stream()
-            try:
-                with torch.cuda.stream(stream):
-                    live[e["addr"]] = torch.empty(e["size"], dtype=torch.uint8, device="cuda")
-            except torch.OutOfMemoryError:
-                oom_at = index
-                break
-        else:
-            live.pop(e["addr"], None)
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
+    recording = start_recording(torch, cap, live_trace, 8_000_000)
+    live, streams, _, oom_at, seconds = replay_entries(torch, entries)
     stats = torch.cuda.memory_stats()
-    if live_trace:
+    if recording:
         recording.stop()
         segments = []  # in the .mrt
     else:
-        trace = torch.cuda.memory._snapshot()["device_traces"][0]
-        segments = [[t["action"], t["addr"], t["size"], t["stream"]] for t in trace if t["action"].startswith("segment")]
-    run = {
-        "reserved_peak": stats["reserved_bytes.all.peak"],
-        "allocated_peak": stats["allocated_bytes.all.peak"],
-        "requested_peak": stats["requested_bytes.all.peak"],
-        "num_device_alloc": stats["num_device_alloc"],
-        "num_device_free": stats["num_device_free"],
-        "num_alloc_retries": stats["num_alloc_retries"],
-        "num_ooms": stats["num_ooms"],
-        "oom_at_event": oom_at,
-    }
+        segments = history_segments(torch)
+    run = run_stats(stats, oom_at)
     truth = row["run"]
     result = {
         "row": os.path.basename(row_path),

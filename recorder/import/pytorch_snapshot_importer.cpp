@@ -12,7 +12,7 @@
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pickle_text.h"
 #include "recorder/import/pool_assignment.h"
-#include "recorder/import/snapshot_lookups.h"
+#include "recorder/import/snapshot_entry_keys.h"
 #include "recorder/import/step_spool.h"
 
 namespace memreplay {
@@ -24,35 +24,12 @@ using pickle::Value;
 
 // Far above any real machine; keeps a corrupt device index from sizing vectors by it.
 constexpr uint64_t kMaxDevices = 1024;
-// --- trace entry keys and actions ---
-
-enum class Field : uint8_t { other, action, addr, size, stream, time_us, frames, device_free, user_metadata };
-constexpr size_t kFieldCount = 9;
-
-Field classify_key(Value key) {
-  if (!key.is(Kind::str)) return Field::other;
-  const std::string_view k = key.as_str();
-  if (k == "action") return Field::action;
-  if (k == "addr") return Field::addr;
-  if (k == "size") return Field::size;
-  if (k == "stream") return Field::stream;
-  if (k == "time_us") return Field::time_us;
-  if (k == "frames") return Field::frames;
-  if (k == "device_free") return Field::device_free;
-  if (k == "user_metadata") return Field::user_metadata;
-  return Field::other;
-}
-
-// 0 = not an action we know.
-uint8_t classify_action(Value action) {
-  if (!action.is(Kind::str)) return 0;
-  const std::string_view a = action.as_str();
-  if (a == "user_defined") return static_cast<uint8_t>(EventKind::annotation);  // ≈2.4 markers
-  const auto kind = event_kind_from_name(a);
-  // Only PyTorch's own actions: the rest of our vocabulary never appears in a snapshot.
-  if (!kind || static_cast<uint8_t>(*kind) > static_cast<uint8_t>(EventKind::oom)) return 0;
-  return static_cast<uint8_t>(*kind);
-}
+using snapshot_entry::classify_action;
+using snapshot_entry::classify_key;
+using snapshot_entry::Field;
+using snapshot_entry::kFieldCount;
+using snapshot_entry::NodeCache;
+using snapshot_entry::StreamTable;
 
 // Reads the snapshot in two steps: while the pickle is being read, the trace entries it streams
 // (pickle::DeviceTraceSink) go to each device's StepSpool; then run() reads the rest of the tree

@@ -146,9 +146,7 @@ void info(const InfoOptions& options) {
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-  auto [command, options] = add_command<InfoOptions>(app, "info", kHelp, info);
-  add_trace_argument(command, options.trace);
-  add_json_option(command, options.json, "the summary");
+  add_trace_command<InfoOptions>(app, "info", kHelp, info, "the summary");
 }
 
 }  // namespace memreplay::cli

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
+#include "replayer/pool_consistency.h"
 #include "replayer/trace_validator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -24,7 +25,7 @@ struct ValidateOptions {
 
 void validate(const ValidateOptions& options) {
   TraceReader reader(options.trace);
-  TraceValidator validator(100, reader.header().pools_size() > 0);
+  TraceValidator validator(100, may_have_private_pools(reader.header()));
   std::vector<Event> batch;
   uint64_t index = 0;
   while (reader.next_batch(batch)) {
@@ -56,9 +57,7 @@ void validate(const ValidateOptions& options) {
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
-  auto [command, options] = add_command<ValidateOptions>(app, "validate", kHelp, validate);
-  add_trace_argument(command, options.trace);
-  add_json_option(command, options.json, "the findings");
+  add_trace_command<ValidateOptions>(app, "validate", kHelp, validate, "the findings");
 }
 
 }  // namespace memreplay::cli

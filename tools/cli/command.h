@@ -38,6 +38,17 @@ void load_environment_plugins();
 // stdout (and nothing else there), `--json FILE.json` or `--json=FILE` to a file. `what` says what.
 void add_json_option(CLI::App& command, std::string& json, const std::string& what);
 
+// A command that reads one TRACE and can write its result as --json: Options has `trace` and
+// `json`; `json_what` names that result in --help.
+template <class Options, class Run>
+Command<Options> add_trace_command(CLI::App& parent, const std::string& name, const std::string& help, Run run,
+                                   const std::string& json_what) {
+  auto command = add_command<Options>(parent, name, help, run);
+  add_trace_argument(command.app, command.options.trace);
+  add_json_option(command.app, command.options.json, json_what);
+  return command;
+}
+
 // Rewrites a bare `--json` (last, or followed by an option or by an argument that is neither "-"
 // nor a *.json name) into `--json=-`, so CLI11 does not take the next argument as its FILE.
 std::vector<std::string> normalize_json_arguments(int argc, char** argv);
