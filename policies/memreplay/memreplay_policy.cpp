@@ -71,7 +71,7 @@ class MemreplayPolicy final : public Policy {
       }
       extend = after < limit ? limit - after : 0;  // growth: map up to the budget in this one call
     }
-    detail::ArenaRange* range = arena_.take(*placement, size, extend);
+    suballoc::Range* range = arena_.take(*placement, size, extend);
     if (range == nullptr) {
       arena_.reclaim(UINT64_MAX, placement->address, size);
       range = arena_.take(*placement, size);
@@ -105,7 +105,7 @@ class MemreplayPolicy final : public Policy {
   Device& device_;
   detail::VmmArena arena_;
   struct LiveBlock {
-    detail::ArenaRange* range;  // in the arena: its rounded size
+    suballoc::Range* range;  // in the arena: its rounded size
     uint64_t requested;         // as asked
   };
   absl::flat_hash_map<uint64_t, LiveBlock> live_;

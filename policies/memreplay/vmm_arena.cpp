@@ -18,7 +18,7 @@ bool VmmArena::ensure_reserved() {
   if (base_) return true;
   base_ = device_.reserve_address(va_bytes_);
   if (!base_) return false;
-  ranges_.reset(*base_, *base_ + va_bytes_);
+  ranges_.add_chain(*base_, *base_ + va_bytes_);
   return true;
 }
 
@@ -34,7 +34,7 @@ uint64_t VmmArena::unmapped_bytes_in(uint64_t start, uint64_t end) const {
 std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top) {
   if (!ensure_reserved()) return std::nullopt;
   std::optional<Placement> best;
-  ranges_.for_each_fit(bytes, [&](ArenaRange* range) {
+  ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
     // At the range's start, and (for ranges with mapped pages at their end) flush with its end.
     const uint64_t low = range->start;
     const uint64_t high = range->end - bytes;
@@ -48,7 +48,7 @@ std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top
   return best;
 }
 
-ArenaRange* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
+suballoc::Range* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
   const uint64_t address = placement.address;
   if (placement.new_bytes > 0 || extend_bytes > 0) {
     const uint64_t range_end = placement.range->end;
@@ -83,12 +83,13 @@ ArenaRange* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t 
   return ranges_.carve(placement.range, address, bytes);
 }
 
-void VmmArena::give_back(ArenaRange* block) {
+void VmmArena::give_back(suballoc::Range* block) {
   live_bytes_ -= block->size();
   ranges_.give_back(block);
 }
 
 uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep_bytes) {
+  if (!base_) return 0;  // nothing reserved, nothing mapped
   const uint64_t keep_lo = page_floor(keep_address);
   const uint64_t keep_hi = keep_bytes == 0 ? keep_lo : page_ceil(keep_address + keep_bytes);
   // Runs of mapped pages that lie wholly inside a free range, outside the kept pages.
@@ -103,7 +104,7 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
       if (s < e) runs.emplace_back(s, e);
     }
   };
-  for (const auto& [start, end] : ranges_.free_by_address()) {
+  for (const auto& [start, end] : ranges_.free_in_chain(*base_)) {
     const uint64_t lo = page_ceil(start);
     const uint64_t hi = page_floor(end);
     if (keep_lo < keep_hi && lo < keep_hi && keep_lo < hi) {

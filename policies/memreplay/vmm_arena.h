@@ -19,7 +19,7 @@
 #include <absl/container/btree_map.h>
 
 #include "policies/device.h"
-#include "policies/memreplay/arena_ranges.h"
+#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay::detail {
 
@@ -34,7 +34,7 @@ class VmmArena {
   struct Placement {
     uint64_t address = 0;
     uint64_t new_bytes = 0;  // bytes of pages that must be mapped for the block (0: all mapped)
-    ArenaRange* range = nullptr;  // the free range holding it
+    suballoc::Range* range = nullptr;  // the free range holding it
   };
   // Where `bytes` would cost the fewest newly mapped pages; among equal costs the smallest free
   // range (best fit), then the lowest address. nullopt when the address space is exhausted.
@@ -48,9 +48,9 @@ class VmmArena {
   // has no room.
   // `extend_bytes`: also map up to that many more bytes of unmapped pages right after the block,
   // in the same call (growth in larger steps, fewer calls).
-  ArenaRange* take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes = 0);
+  suballoc::Range* take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes = 0);
   // Returns a block to the free ranges, coalescing with its neighbours; its pages stay mapped.
-  void give_back(ArenaRange* block);
+  void give_back(suballoc::Range* block);
   // Unmaps whole free pages, largest runs first (fewest calls), until at least `wanted` bytes are
   // unmapped or none are left, never inside [keep_address, +keep_bytes). Returns the bytes unmapped.
   uint64_t reclaim(uint64_t wanted, uint64_t keep_address = 0, uint64_t keep_bytes = 0);
@@ -73,7 +73,7 @@ class VmmArena {
   uint64_t va_bytes_;
   uint64_t page_;
   std::optional<uint64_t> base_;
-  ArenaRanges ranges_;
+  suballoc::BinnedRanges ranges_;
   absl::btree_map<uint64_t, uint64_t> mapped_;                 // page ranges start -> end, merged
   uint64_t mapped_bytes_ = 0;
   uint64_t live_bytes_ = 0;

@@ -22,11 +22,11 @@
 #include <memory>
 
 #include <absl/container/btree_map.h>
+#include <absl/container/btree_set.h>
 #include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/coalescing_regions.h"
 
 namespace memreplay {
 namespace {

@@ -1,12 +1,12 @@
-#include "policies/memreplay/arena_ranges.h"
+#include "policies/suballoc/binned_ranges.h"
 
-namespace memreplay::detail {
+namespace memreplay::suballoc {
 
-void ArenaRanges::bin_insert(ArenaRange* range) {
+void BinnedRanges::bin_insert(Range* range) {
   const size_t bin = bin_of(range->size());
   // Sorted by (size, start): after every range that orders before it.
-  ArenaRange* previous = nullptr;
-  ArenaRange* next = bins_[bin];
+  Range* previous = nullptr;
+  Range* next = bins_[bin];
   while (next != nullptr && (next->size() < range->size() || (next->size() == range->size() && next->start < range->start))) {
     previous = next;
     next = next->bin_next;
@@ -22,7 +22,7 @@ void ArenaRanges::bin_insert(ArenaRange* range) {
   }
 }
 
-void ArenaRanges::bin_remove(ArenaRange* range) {
+void BinnedRanges::bin_remove(Range* range) {
   if (range->bin_next != nullptr) range->bin_next->bin_previous = range->bin_previous;
   if (range->bin_previous != nullptr) {
     range->bin_previous->bin_next = range->bin_next;
@@ -33,31 +33,38 @@ void ArenaRanges::bin_remove(ArenaRange* range) {
   if (bins_[bin] == nullptr) occupied_[bin / 64] &= ~(uint64_t{1} << (bin % 64));
 }
 
-ArenaRange* ArenaRanges::make_free(uint64_t start, uint64_t end, ArenaRange* left, ArenaRange* right) {
-  ArenaRange* range = nodes_.make(start, end, true, left, right);
+Range* BinnedRanges::make_free(uint64_t start, uint64_t end, Range* left, Range* right) {
+  Range* range = nodes_.make(start, end, true, left, right);
   if (left != nullptr) {
     left->right = range;
   } else {
-    first_ = range;
+    heads_[start] = range;
   }
   if (right != nullptr) right->left = range;
   bin_insert(range);
   return range;
 }
 
-void ArenaRanges::unlink_and_destroy(ArenaRange* range) {
-  if (range->left != nullptr) {
-    range->left->right = range->right;
-  } else {
-    first_ = range->right;
-  }
+void BinnedRanges::unlink_and_destroy(Range* range) {  // never a chain's first range
+  range->left->right = range->right;
   if (range->right != nullptr) range->right->left = range->left;
   nodes_.destroy(range);
 }
 
-void ArenaRanges::reset(uint64_t start, uint64_t end) { make_free(start, end, nullptr, nullptr); }
+Range* BinnedRanges::add_chain(uint64_t start, uint64_t end) { return make_free(start, end, nullptr, nullptr); }
 
-ArenaRange* ArenaRanges::carve(ArenaRange* range, uint64_t address, uint64_t bytes) {
+void BinnedRanges::remove_chain(Range* whole) {
+  bin_remove(whole);
+  heads_.erase(whole->start);
+  nodes_.destroy(whole);
+}
+
+Range* BinnedRanges::chain_head(uint64_t start) const {
+  const auto it = heads_.find(start);
+  return it == heads_.end() ? nullptr : it->second;
+}
+
+Range* BinnedRanges::carve(Range* range, uint64_t address, uint64_t bytes) {
   bin_remove(range);
   const uint64_t start = range->start;
   const uint64_t end = range->end;
@@ -69,39 +76,42 @@ ArenaRange* ArenaRanges::carve(ArenaRange* range, uint64_t address, uint64_t byt
   return range;
 }
 
-void ArenaRanges::give_back(ArenaRange* block) {
-  ArenaRange* range = block;
+Range* BinnedRanges::give_back(Range* block) {
+  Range* range = block;
   range->free = true;
-  if (ArenaRange* left = range->left; left != nullptr && left->free) {  // the left range absorbs it
+  if (Range* left = range->left; left != nullptr && left->free) {  // the left range absorbs it
     bin_remove(left);
     left->end = range->end;
     unlink_and_destroy(range);
     range = left;
   }
-  if (ArenaRange* right = range->right; right != nullptr && right->free) {
+  if (Range* right = range->right; right != nullptr && right->free) {
     bin_remove(right);
     range->end = right->end;
     unlink_and_destroy(right);
   }
   bin_insert(range);
+  return range;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> ArenaRanges::free_by_address() const {
+std::vector<std::pair<uint64_t, uint64_t>> BinnedRanges::free_in_chain(uint64_t start) const {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const ArenaRange* range = first_; range != nullptr; range = range->right)
+  for (const Range* range = chain_head(start); range != nullptr; range = range->right)
     if (range->free) ranges.emplace_back(range->start, range->end);
   return ranges;
 }
 
-void ArenaRanges::clear() {
-  for (ArenaRange* range = first_; range != nullptr;) {
-    ArenaRange* right = range->right;
-    nodes_.destroy(range);
-    range = right;
+void BinnedRanges::clear() {
+  for (const auto& [start, head] : heads_) {
+    for (Range* range = head; range != nullptr;) {
+      Range* right = range->right;
+      nodes_.destroy(range);
+      range = right;
+    }
   }
-  first_ = nullptr;
+  heads_.clear();
   bins_.fill(nullptr);
   occupied_.fill(0);
 }
 
-}  // namespace memreplay::detail
+}  // namespace memreplay::suballoc

@@ -1,0 +1,96 @@
+// BinnedRanges: address spaces ("chains": a VmmArena's reservation, a BFC region) cut into
+// ranges, live blocks and free ranges, with no search by address on the hot path:
+//   - every range links to its neighbours in its chain, in address order (boundary tags, as
+//     PyTorch's blocks do), so that freeing a block merges it with free neighbours through two
+//     pointers, and never across chains;
+//   - free ranges also sit in size bins, 8 per power of two, each a list sorted by (size, start),
+//     with a bitmap of the bins that hold one. Bins partition the sizes in order, so walking them
+//     upwards from a request's bin visits the free ranges in exactly the order of one
+//     (size, start)-ordered set, without its rebalancing.
+// A range is a node from a recycled arena; the node is the handle: carve() takes a free range and
+// returns the block's, give_back() takes the block's.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "policies/detail/block_arena.h"
+
+namespace memreplay::suballoc {
+
+struct Range {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool free = true;
+  Range* left = nullptr;  // neighbours in address order
+  Range* right = nullptr;
+  Range* bin_previous = nullptr;  // free ranges: the size bin's list
+  Range* bin_next = nullptr;
+  Range* next = nullptr;  // the node arena's free list
+  uint64_t size() const { return end - start; }
+};
+
+class BinnedRanges {
+ public:
+  // A new chain [start, end), one free range (returned). It must not overlap another chain.
+  Range* add_chain(uint64_t start, uint64_t end);
+  // Drops a chain that is one free range (a range with no neighbours).
+  void remove_chain(Range* whole);
+  // The range at the start of the chain that starts at `start` (nullptr when there is none).
+  Range* chain_head(uint64_t start) const;
+  // Takes [address, +bytes) out of the free `range` that holds it; what is left on either side
+  // stays free. Returns the block's range.
+  Range* carve(Range* range, uint64_t address, uint64_t bytes);
+  // Frees a block's range, merged with its free neighbours; returns the merged free range.
+  Range* give_back(Range* block);
+  // Calls visit(range) for every free range of at least `bytes`, in (size, start) order, until it
+  // returns false.
+  template <class Visit>
+  void for_each_fit(uint64_t bytes, Visit&& visit) const;
+  // Every free range of the chain that starts at `start`, as (start, end), in address order.
+  std::vector<std::pair<uint64_t, uint64_t>> free_in_chain(uint64_t start) const;
+  // Drops every chain.
+  void clear();
+
+ private:
+  static constexpr size_t kSubBins = 8;  // bins per power of two
+  static constexpr size_t kBins = 64 * kSubBins;
+  static size_t bin_of(uint64_t size) {
+    if (size < kSubBins) return static_cast<size_t>(size);
+    const int top = std::bit_width(size) - 1;  // >= 3
+    return static_cast<size_t>(top) * kSubBins + ((size >> (top - 3)) & (kSubBins - 1));
+  }
+  void bin_insert(Range* range);
+  void bin_remove(Range* range);
+  // A new free range [start, end) linked into the address order between `left` and `right`.
+  Range* make_free(uint64_t start, uint64_t end, Range* left, Range* right);
+  void unlink_and_destroy(Range* range);  // from the address order
+
+  detail::BlockArena<Range> nodes_;
+  absl::flat_hash_map<uint64_t, Range*> heads_;  // chain start -> its first range
+  std::array<Range*, kBins> bins_{};
+  std::array<uint64_t, kBins / 64> occupied_{};  // bit b: bins_[b] is not empty
+};
+
+template <class Visit>
+void BinnedRanges::for_each_fit(uint64_t bytes, Visit&& visit) const {
+  const size_t first = bin_of(bytes);
+  for (Range* range = bins_[first]; range != nullptr; range = range->bin_next)
+    if (range->size() >= bytes && !visit(range)) return;
+  for (size_t word = (first + 1) / 64; word < occupied_.size(); ++word) {
+    uint64_t bits = occupied_[word];
+    if (word == (first + 1) / 64) bits &= ~uint64_t{0} << ((first + 1) % 64);
+    for (; bits != 0; bits &= bits - 1) {
+      const size_t bin = word * 64 + static_cast<size_t>(std::countr_zero(bits));
+      for (Range* range = bins_[bin]; range != nullptr; range = range->bin_next)
+        if (!visit(range)) return;
+    }
+  }
+}
+
+}  // namespace memreplay::suballoc
