@@ -4,10 +4,14 @@ namespace memreplay::suballoc {
 
 void BinnedRanges::bin_insert(Range* range) {
   const size_t bin = bin_of(range->size());
-  // Sorted by (size, start): after every range that orders before it.
+  // Sorted by (size, start) or by start: after every range that orders before it.
+  const auto before = [&](const Range* other) {
+    if (order_ == Order::first_fit || other->size() == range->size()) return other->start < range->start;
+    return other->size() < range->size();
+  };
   Range* previous = nullptr;
   Range* next = bins_[bin];
-  while (next != nullptr && (next->size() < range->size() || (next->size() == range->size() && next->start < range->start))) {
+  while (next != nullptr && before(next)) {
     previous = next;
     next = next->bin_next;
   }
@@ -34,7 +38,7 @@ void BinnedRanges::bin_remove(Range* range) {
 }
 
 Range* BinnedRanges::make_free(uint64_t start, uint64_t end, Range* left, Range* right) {
-  Range* range = nodes_.make(start, end, true, left, right);
+  Range* range = nodes_.make(start, end, true, left == nullptr ? start : left->chain, left, right);
   if (left != nullptr) {
     left->right = range;
   } else {
@@ -57,6 +61,21 @@ void BinnedRanges::remove_chain(Range* whole) {
   bin_remove(whole);
   heads_.erase(whole->start);
   nodes_.destroy(whole);
+}
+
+Range* BinnedRanges::first_fit(uint64_t bytes) const {
+  const size_t first = bin_of(bytes);
+  Range* lowest = nullptr;
+  for (Range* range = bins_[first]; range != nullptr; range = range->bin_next)
+    if (range->size() >= bytes) {
+      lowest = range;
+      break;
+    }
+  for_each_bin_above(first, [&](Range* head) {  // every range above the request's bin holds it
+    if (lowest == nullptr || head->start < lowest->start) lowest = head;
+    return true;
+  });
+  return lowest;
 }
 
 Range* BinnedRanges::chain_head(uint64_t start) const {

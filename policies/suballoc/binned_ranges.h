@@ -6,7 +6,9 @@
 //   - free ranges also sit in size bins, 8 per power of two, each a list sorted by (size, start),
 //     with a bitmap of the bins that hold one. Bins partition the sizes in order, so walking them
 //     upwards from a request's bin visits the free ranges in exactly the order of one
-//     (size, start)-ordered set, without its rebalancing.
+//     (size, start)-ordered set, without its rebalancing (best fit). With Order::first_fit each
+//     bin is sorted by address instead, and the lowest-addressed range that holds a request is
+//     the lowest of: the first fitting range of its own bin, the first range of each bin above.
 // A range is a node from a recycled arena; the node is the handle: carve() takes a free range and
 // returns the block's, give_back() takes the block's.
 #pragma once
@@ -27,6 +29,7 @@ struct Range {
   uint64_t start = 0;
   uint64_t end = 0;
   bool free = true;
+  uint64_t chain = 0;  // the start of its chain
   Range* left = nullptr;  // neighbours in address order
   Range* right = nullptr;
   Range* bin_previous = nullptr;  // free ranges: the size bin's list
@@ -37,6 +40,9 @@ struct Range {
 
 class BinnedRanges {
  public:
+  enum class Order { best_fit, first_fit };  // of the free ranges within a bin: (size, start), start
+  explicit BinnedRanges(Order order = Order::best_fit) : order_(order) {}
+
   // A new chain [start, end), one free range (returned). It must not overlap another chain.
   Range* add_chain(uint64_t start, uint64_t end);
   // Drops a chain that is one free range (a range with no neighbours).
@@ -50,8 +56,11 @@ class BinnedRanges {
   Range* give_back(Range* block);
   // Calls visit(range) for every free range of at least `bytes`, in (size, start) order, until it
   // returns false.
+  // Order::best_fit only.
   template <class Visit>
   void for_each_fit(uint64_t bytes, Visit&& visit) const;
+  // The lowest-addressed free range of at least `bytes` (nullptr when none); Order::first_fit only.
+  Range* first_fit(uint64_t bytes) const;
   // Every free range of the chain that starts at `start`, as (start, end), in address order.
   std::vector<std::pair<uint64_t, uint64_t>> free_in_chain(uint64_t start) const;
   // Drops every chain.
@@ -65,12 +74,16 @@ class BinnedRanges {
     const int top = std::bit_width(size) - 1;  // >= 3
     return static_cast<size_t>(top) * kSubBins + ((size >> (top - 3)) & (kSubBins - 1));
   }
+  // Calls visit(bin's first range) for every non-empty bin above `bin`, upwards, until it returns false.
+  template <class Visit>
+  void for_each_bin_above(size_t bin, Visit&& visit) const;
   void bin_insert(Range* range);
   void bin_remove(Range* range);
   // A new free range [start, end) linked into the address order between `left` and `right`.
   Range* make_free(uint64_t start, uint64_t end, Range* left, Range* right);
   void unlink_and_destroy(Range* range);  // from the address order
 
+  Order order_;
   detail::BlockArena<Range> nodes_;
   absl::flat_hash_map<uint64_t, Range*> heads_;  // chain start -> its first range
   std::array<Range*, kBins> bins_{};
@@ -78,19 +91,25 @@ class BinnedRanges {
 };
 
 template <class Visit>
+void BinnedRanges::for_each_bin_above(size_t bin, Visit&& visit) const {
+  for (size_t word = (bin + 1) / 64; word < occupied_.size(); ++word) {
+    uint64_t bits = occupied_[word];
+    if (word == (bin + 1) / 64) bits &= ~uint64_t{0} << ((bin + 1) % 64);
+    for (; bits != 0; bits &= bits - 1)
+      if (!visit(bins_[word * 64 + static_cast<size_t>(std::countr_zero(bits))])) return;
+  }
+}
+
+template <class Visit>
 void BinnedRanges::for_each_fit(uint64_t bytes, Visit&& visit) const {
   const size_t first = bin_of(bytes);
   for (Range* range = bins_[first]; range != nullptr; range = range->bin_next)
     if (range->size() >= bytes && !visit(range)) return;
-  for (size_t word = (first + 1) / 64; word < occupied_.size(); ++word) {
-    uint64_t bits = occupied_[word];
-    if (word == (first + 1) / 64) bits &= ~uint64_t{0} << ((first + 1) % 64);
-    for (; bits != 0; bits &= bits - 1) {
-      const size_t bin = word * 64 + static_cast<size_t>(std::countr_zero(bits));
-      for (Range* range = bins_[bin]; range != nullptr; range = range->bin_next)
-        if (!visit(range)) return;
-    }
-  }
+  for_each_bin_above(first, [&](Range* head) {
+    for (Range* range = head; range != nullptr; range = range->bin_next)
+      if (!visit(range)) return false;
+    return true;
+  });
 }
 
 }  // namespace memreplay::suballoc
