@@ -44,10 +44,9 @@ class RmmArenaPolicy final : public Policy {
  private:
   using Range = suballoc::Range;
   using Ranges = suballoc::BinnedRanges;
-  struct Superblock {
-    Range* in_global;  // its range in the global arena
-    StreamId stream;
-    uint64_t live = 0;  // live blocks in it
+  struct Live {
+    Range* block;
+    StreamId arena;  // whose superblock holds it
   };
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
@@ -65,25 +64,23 @@ class RmmArenaPolicy final : public Policy {
       Range* space = global_.first_fit(superblock_size);
       if (space == nullptr) return std::nullopt;
       Range* superblock = global_.carve(space, space->start, superblock_size);
-      superblocks_.emplace(superblock->start, Superblock{superblock, stream});
+      superblocks_.emplace(superblock->start, superblock);
       fit = arena.add_chain(superblock->start, superblock->end);
     }
     Range* block = arena.carve(fit, fit->start, size);
-    ++superblocks_.find(block->chain)->second.live;
-    live_.emplace(block->start, block);
+    live_.emplace(block->start, Live{block, stream});
     return Block{block->start, size};
   }
 
   bool do_free(uint64_t address, StreamId) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
-    const auto superblock = superblocks_.find(node.mapped()->chain);
-    Superblock& sb = superblock->second;
-    Ranges& arena = arenas_.find(sb.stream)->second;
-    Range* merged = arena.give_back(node.mapped());
-    if (--sb.live == 0) {  // wholly free, one range: back to the global arena
+    Ranges& arena = arenas_.find(node.mapped().arena)->second;
+    Range* merged = arena.give_back(node.mapped().block);
+    if (merged->left == nullptr && merged->right == nullptr) {  // wholly free: back to the global arena
+      const auto superblock = superblocks_.find(merged->start);
       arena.remove_chain(merged);
-      global_.give_back(sb.in_global);
+      global_.give_back(superblock->second);
       superblocks_.erase(superblock);
     }
     return true;
@@ -94,8 +91,8 @@ class RmmArenaPolicy final : public Policy {
   std::optional<uint64_t> global_start_;
   Ranges global_{Ranges::Order::first_fit};         // superblock space
   std::map<StreamId, Ranges> arenas_;                // per stream: its superblocks
-  absl::flat_hash_map<uint64_t, Superblock> superblocks_;  // by start
-  absl::flat_hash_map<uint64_t, Range*> live_;        // live blocks by address
+  absl::flat_hash_map<uint64_t, Range*> superblocks_;  // start -> its range in the global arena
+  absl::flat_hash_map<uint64_t, Live> live_;           // live blocks by address
 };
 
 // The arena_size option, when given: at least one superblock.

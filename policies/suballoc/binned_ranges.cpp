@@ -2,15 +2,36 @@
 
 namespace memreplay::suballoc {
 
+SizeBins* BinnedRanges::bins_of(uint64_t group) {
+  for (auto& [id, bins] : groups_)  // a handful of groups: a scan beats a hash
+    if (id == group) return bins.get();
+  auto at = groups_.begin();
+  while (at != groups_.end() && at->first < group) ++at;
+  return groups_.emplace(at, group, std::make_unique<SizeBins>())->second.get();
+}
+
+const SizeBins* BinnedRanges::find_bins(uint64_t group) const {
+  for (const auto& [id, bins] : groups_)
+    if (id == group) return bins.get();
+  return nullptr;
+}
+
+std::vector<uint64_t> BinnedRanges::groups() const {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, bins] : groups_) ids.push_back(id);
+  return ids;
+}
+
 void BinnedRanges::bin_insert(Range* range) {
-  const size_t bin = bin_of(range->size());
+  SizeBins& bins = *range->bins;
+  const size_t bin = SizeBins::bin_of(range->size());
   // Sorted by (size, start) or by start: after every range that orders before it.
   const auto before = [&](const Range* other) {
     if (order_ == Order::first_fit || other->size() == range->size()) return other->start < range->start;
     return other->size() < range->size();
   };
   Range* previous = nullptr;
-  Range* next = bins_[bin];
+  Range* next = bins.heads[bin];
   while (next != nullptr && before(next)) {
     previous = next;
     next = next->bin_next;
@@ -21,8 +42,8 @@ void BinnedRanges::bin_insert(Range* range) {
   if (previous != nullptr) {
     previous->bin_next = range;
   } else {
-    bins_[bin] = range;
-    occupied_[bin / 64] |= uint64_t{1} << (bin % 64);
+    bins.heads[bin] = range;
+    bins.occupied[bin / 64] |= uint64_t{1} << (bin % 64);
   }
 }
 
@@ -32,13 +53,14 @@ void BinnedRanges::bin_remove(Range* range) {
     range->bin_previous->bin_next = range->bin_next;
     return;
   }
-  const size_t bin = bin_of(range->size());
-  bins_[bin] = range->bin_next;
-  if (bins_[bin] == nullptr) occupied_[bin / 64] &= ~(uint64_t{1} << (bin % 64));
+  SizeBins& bins = *range->bins;
+  const size_t bin = SizeBins::bin_of(range->size());
+  bins.heads[bin] = range->bin_next;
+  if (bins.heads[bin] == nullptr) bins.occupied[bin / 64] &= ~(uint64_t{1} << (bin % 64));
 }
 
-Range* BinnedRanges::make_free(uint64_t start, uint64_t end, Range* left, Range* right) {
-  Range* range = nodes_.make(start, end, true, left == nullptr ? start : left->chain, left, right);
+Range* BinnedRanges::make_free(uint64_t start, uint64_t end, SizeBins* bins, Range* left, Range* right) {
+  Range* range = nodes_.make(start, end, true, left == nullptr ? start : left->chain, bins, left, right);
   if (left != nullptr) {
     left->right = range;
   } else {
@@ -55,7 +77,9 @@ void BinnedRanges::unlink_and_destroy(Range* range) {  // never a chain's first 
   nodes_.destroy(range);
 }
 
-Range* BinnedRanges::add_chain(uint64_t start, uint64_t end) { return make_free(start, end, nullptr, nullptr); }
+Range* BinnedRanges::add_chain(uint64_t start, uint64_t end, uint64_t group) {
+  return make_free(start, end, bins_of(group), nullptr, nullptr);
+}
 
 void BinnedRanges::remove_chain(Range* whole) {
   bin_remove(whole);
@@ -63,15 +87,17 @@ void BinnedRanges::remove_chain(Range* whole) {
   nodes_.destroy(whole);
 }
 
-Range* BinnedRanges::first_fit(uint64_t bytes) const {
-  const size_t first = bin_of(bytes);
+Range* BinnedRanges::first_fit(uint64_t bytes, uint64_t group) const {
+  const SizeBins* bins = find_bins(group);
+  if (bins == nullptr) return nullptr;
+  const size_t first = SizeBins::bin_of(bytes);
   Range* lowest = nullptr;
-  for (Range* range = bins_[first]; range != nullptr; range = range->bin_next)
+  for (Range* range = bins->heads[first]; range != nullptr; range = range->bin_next)
     if (range->size() >= bytes) {
       lowest = range;
       break;
     }
-  for_each_bin_above(first, [&](Range* head) {  // every range above the request's bin holds it
+  bins->for_each_above(first, [&](Range* head) {  // every range above the request's bin holds it
     if (lowest == nullptr || head->start < lowest->start) lowest = head;
     return true;
   });
@@ -90,21 +116,23 @@ Range* BinnedRanges::carve(Range* range, uint64_t address, uint64_t bytes) {
   range->start = address;
   range->end = address + bytes;
   range->free = false;
-  if (start < address) make_free(start, address, range->left, range);
-  if (address + bytes < end) make_free(address + bytes, end, range, range->right);
+  if (start < address) make_free(start, address, range->bins, range->left, range);
+  if (address + bytes < end) make_free(address + bytes, end, range->bins, range, range->right);
   return range;
 }
 
-Range* BinnedRanges::give_back(Range* block) {
+Range* BinnedRanges::give_back(Range* block, uint64_t group) {
+  SizeBins* bins = bins_of(group);
   Range* range = block;
   range->free = true;
-  if (Range* left = range->left; left != nullptr && left->free) {  // the left range absorbs it
+  range->bins = bins;
+  if (Range* left = range->left; left != nullptr && left->free && left->bins == bins) {  // left absorbs it
     bin_remove(left);
     left->end = range->end;
     unlink_and_destroy(range);
     range = left;
   }
-  if (Range* right = range->right; right != nullptr && right->free) {
+  if (Range* right = range->right; right != nullptr && right->free && right->bins == bins) {
     bin_remove(right);
     range->end = right->end;
     unlink_and_destroy(right);
@@ -129,8 +157,7 @@ void BinnedRanges::clear() {
     }
   }
   heads_.clear();
-  bins_.fill(nullptr);
-  occupied_.fill(0);
+  groups_.clear();
 }
 
 }  // namespace memreplay::suballoc
