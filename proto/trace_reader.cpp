@@ -204,6 +204,15 @@ void TraceReader::check_footer_index() {
   }
   if (events != footer.total_events())
     fail(footer_offset_, "footer's total_events disagrees with its chunk index");
+  check_event_budget(footer_offset_, events);
+}
+
+void TraceReader::check_event_budget(uint64_t offset, uint64_t events) const {
+  if (events > event_budget(size_))
+    fail(offset, "the trace holds " + std::to_string(events) + " events in " + std::to_string(size_) +
+                     " bytes, more than the " + std::to_string(event_budget(size_)) +
+                     " a file of that size may hold (" + std::to_string(kMaxEventsPerByte) +
+                     " per byte): damaged or hostile");
 }
 
 std::optional<std::string> TraceReader::truncation_note() const {
@@ -332,6 +341,7 @@ void TraceReader::learn_chunk(size_t index, const proto::Chunk& c, const std::ve
   if (c.first_event() != expected)
     fail(ref.offset, "chunk starts at event " + std::to_string(c.first_event()) + ", expected " +
                          std::to_string(expected));
+  check_event_budget(ref.offset, expected + events.size());
   ref.known = true;
   ref.first_event = expected;
   ref.event_count = events.size();

@@ -20,7 +20,11 @@
 // kMaxEventsPerChunk events (what writers may write) and decompresses to at most kMaxChunkBytes,
 // and to at most kMaxChunkExpansion times its compressed size plus 64 KiB (real chunks expand
 // 10-100 times, very regular ones a few hundred; 64 MiB of zeros expands 30,000 times). A chunk
-// over either is damage.
+// over either is damage. And a whole file holds at most event_budget(file size) events, about
+// kMaxEventsPerByte per byte: real traces hold about one (the shared ones 0.3-1.0), but 300
+// chunks each within the ceilings fit 19.7 M events in 515 KB, which would take replay minutes
+// and `info` gigabytes. A file over it is refused at open when its footer says so, else at the
+// chunk that goes over.
 //
 // Not thread-safe; a file still being written is read as it was when opened.
 #pragma once
@@ -46,6 +50,11 @@ class TraceReader {
   static constexpr uint64_t kMaxChunkBytes = uint64_t{128} << 20;
   static constexpr uint64_t kMaxChunkExpansion = 1024;
   static constexpr uint64_t kChunkExpansionAllowance = 64 << 10;  // tiny chunks expand more
+  static constexpr uint64_t kMaxEventsPerByte = 4;
+  static constexpr uint64_t kMinEventBudget = uint64_t{1} << 20;  // tiny files, tests
+  static constexpr uint64_t event_budget(uint64_t file_bytes) {
+    return kMinEventBudget + kMaxEventsPerByte * file_bytes;
+  }
 
   // Opens the file and checks its framing; throws InputError when it cannot be read.
   explicit TraceReader(std::string path);
@@ -117,6 +126,7 @@ class TraceReader {
   void index_records();
   bool last_record_is_torn();
   void check_footer_index();
+  void check_event_budget(uint64_t offset, uint64_t events) const;
 
   void decode_chunk(size_t index, proto::Chunk& chunk, std::vector<Event>& out);
   std::string_view decompress(const ChunkRef& ref);

@@ -11,21 +11,24 @@
 
 namespace memreplay {
 
-ReplayMetrics run_replay(const ReplayOptions& options) {
-  TraceReader reader(options.trace_path);
-
+ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options) {
   DeviceRequest device_request;
   device_request.capacity = options.capacity;
   for (const auto& d : reader.header().devices())
     if (d.index() == options.trace_device) device_request.total_memory = d.total_memory();
-  auto device = DeviceRegistry::instance().create(options.device_spec, device_request);
-
-  std::unique_ptr<Policy> policy;
+  ReplayTarget target;
+  target.device = DeviceRegistry::instance().create(options.device_spec, device_request);
   try {
-    policy = PolicyRegistry::instance().create(options.policy_spec, *device);
+    target.policy = PolicyRegistry::instance().create(options.policy_spec, *target.device);
   } catch (const PolicySpecError& e) {
     throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
+  return target;
+}
+
+ReplayMetrics run_replay(const ReplayOptions& options) {
+  TraceReader reader(options.trace_path);
+  auto [device, policy] = make_replay_target(reader, options);
 
   ReplayOptions session_options = options;
   session_options.check_pools = options.check_pools || reader.header().pools_size() > 0;
@@ -46,16 +49,22 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   return metrics;
 }
 
+ReplayMetrics run_uncapped_replay(const ReplayOptions& options) {
+  ReplayOptions uncapped = options;
+  uncapped.capacity.reset();
+  uncapped.continue_after_oom = false;
+  ReplayMetrics m = run_replay(uncapped);
+  if (m.oom_at_event) throw InputError(options.trace_path + ": the replay runs out of memory even without a cap");
+  return m;
+}
+
 FitResult find_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes) {
   if (resolution_bytes == 0) resolution_bytes = 1;
   FitResult result;
-  ReplayOptions probe = options;
-  probe.capacity.reset();
-  probe.continue_after_oom = false;
-  result.uncapped = run_replay(probe);
+  result.uncapped = run_uncapped_replay(options);
   ++result.replays;
-  if (result.uncapped.oom_at_event)
-    throw InputError(options.trace_path + ": the replay runs out of memory even without a cap");
+  ReplayOptions probe = options;
+  probe.continue_after_oom = false;
 
   uint64_t fits = result.uncapped.reserved_peak;
   uint64_t fails = result.uncapped.requested_peak == 0 ? 0 : result.uncapped.requested_peak - 1;

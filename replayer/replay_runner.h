@@ -2,18 +2,36 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "policies/device.h"
+#include "policies/policy.h"
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
 namespace memreplay {
 
+class TraceReader;
+
+// What one replay runs on: a fresh device (options.device_spec, sized by options.capacity and the
+// trace header's total memory for options.trace_device) and a policy (options.policy_spec) on it.
+// A bad spec is an InputError naming --policy.
+struct ReplayTarget {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Policy> policy;
+};
+ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options);
+
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
 // policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
 // replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
 ReplayMetrics run_replay(const ReplayOptions& options);
+
+// run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
+// Throws InputError when even that runs out of memory.
+ReplayMetrics run_uncapped_replay(const ReplayOptions& options);
 
 struct FitResult {
   uint64_t min_fit_bytes = 0;     // smallest capacity found that replays without OOM

@@ -21,14 +21,24 @@ void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) 
   ++metrics_.skipped_events;
 }
 
-bool ReplaySession::feed(const Event& event, uint64_t trace_index) {
-  if (stopped_ || event.device != options_.trace_device) return !stopped_;
+bool ReplaySession::feed(const Event& event, uint64_t trace_index) { return feed_events({&event, 1}, trace_index); }
+
+bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool running = feed_events(events, first_trace_index);
+  elapsed_ += std::chrono::steady_clock::now() - start;
+  return running;
+}
+
+bool ReplaySession::feed_events(std::span<const Event> events, uint64_t first_trace_index) {
+  size_t i = 0;
   // A policy that breaks its contract on an allocation (a plugin's overlapping or too-small
-  // block, policies/plugin/) stops the replay at this event: its numbers would be wrong.
+  // block, policies/plugin/) stops the replay at that event: its numbers would be wrong.
   try {
-    dispatch(event, trace_index);
+    for (; i < events.size() && !stopped_; ++i)
+      if (events[i].device == options_.trace_device) dispatch(events[i], first_trace_index + i);
   } catch (const PolicyContractError& e) {
-    throw InputError::at_event(options_.trace_path, trace_index, e.what());
+    throw InputError::at_event(options_.trace_path, first_trace_index + i, e.what());
   }
   return !stopped_;
 }
@@ -63,13 +73,6 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
     default:
       break;
   }
-}
-
-bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_trace_index) {
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < events.size() && !stopped_; ++i) feed(events[i], first_trace_index + i);
-  elapsed_ += std::chrono::steady_clock::now() - start;
-  return !stopped_;
 }
 
 void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {

@@ -68,6 +68,7 @@ class ReplaySession {
     uint64_t requested;  // bytes the application asked for
   };
 
+  bool feed_events(std::span<const Event> events, uint64_t first_trace_index);  // feed, untimed
   void dispatch(const Event& event, uint64_t trace_index);
   void on_alloc(const Event& event, uint64_t trace_index);
   void on_free(const Event& event, uint64_t trace_index);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "proto/input_error.h"
 #include "replayer/replay_runner.h"
 
 namespace memreplay::results {
@@ -43,12 +42,7 @@ class Prober {
 FitScan scan_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes, int grid_points) {
   if (resolution_bytes == 0) resolution_bytes = 1;
   FitScan scan;
-  ReplayOptions uncapped = options;
-  uncapped.capacity.reset();
-  uncapped.continue_after_oom = false;
-  scan.uncapped = run_replay(uncapped);
-  if (scan.uncapped.oom_at_event)
-    throw InputError(options.trace_path + ": the replay runs out of memory even without a cap");
+  scan.uncapped = run_uncapped_replay(options);
   const uint64_t top = scan.uncapped.reserved_peak;
   const uint64_t floor = scan.uncapped.requested_peak == 0 ? 0 : scan.uncapped.requested_peak - 1;
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 
 #include "policies/policy.h"
 
@@ -25,12 +26,15 @@ class ObservingPolicy final : public Policy {
 
   // The stack of the event about to be fed (set by the caller before each alloc).
   void set_current_stack(uint32_t stack) { current_stack_ = stack; }
-  const std::map<uint64_t, LiveBlockInfo>& live_blocks() const { return live_; }  // policy address ->
+  const std::map<uint64_t, LiveBlockInfo>& live_blocks() const { return live_; }
+  // The block the last allocate (or allocate_in_pool) handed out: {address, size}; {0, 0} if none.
+  std::pair<uint64_t, uint64_t> last_block() const { return last_block_; }  // policy address ->
   uint64_t empty_cache_calls() const { return empty_cache_calls_; }
 
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     auto block = inner_.allocate(bytes, stream);
+    last_block_ = block ? std::pair{block->address, block->size} : std::pair<uint64_t, uint64_t>{};
     if (block && track_blocks_) live_[block->address] = {block->size, bytes, current_stack_};
     return block;
   }
@@ -41,6 +45,7 @@ class ObservingPolicy final : public Policy {
   }
   std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
     auto block = inner_.allocate_in_pool(bytes, stream, pool);
+    last_block_ = block ? std::pair{block->address, block->size} : std::pair<uint64_t, uint64_t>{};
     if (block && track_blocks_) live_[block->address] = {block->size, bytes, current_stack_};
     return block;
   }
@@ -72,6 +77,7 @@ class ObservingPolicy final : public Policy {
   uint32_t current_stack_ = 0;
   uint64_t empty_cache_calls_ = 0;
   std::map<uint64_t, LiveBlockInfo> live_;
+  std::pair<uint64_t, uint64_t> last_block_;
 };
 
 }  // namespace memreplay::results

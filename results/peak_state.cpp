@@ -4,10 +4,8 @@
 #include <map>
 #include <memory>
 
-#include "policies/registry.h"
-#include "proto/input_error.h"
 #include "proto/trace_reader.h"
-#include "replayer/device_registry.h"
+#include "replayer/replay_runner.h"
 #include "replayer/replay_session.h"
 #include "results/observing_policy.h"
 
@@ -46,17 +44,7 @@ PeakState describe(const Device& device, const ObservingPolicy& observer, size_t
 
 PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks) {
   TraceReader reader(options.trace_path);
-  DeviceRequest request;
-  request.capacity = options.capacity;
-  for (const auto& d : reader.header().devices())
-    if (d.index() == options.trace_device) request.total_memory = d.total_memory();
-  auto device = DeviceRegistry::instance().create(options.device_spec, request);
-  std::unique_ptr<Policy> policy;
-  try {
-    policy = PolicyRegistry::instance().create(options.policy_spec, *device);
-  } catch (const PolicySpecError& e) {
-    throw InputError("--policy " + options.policy_spec + ": " + e.what());
-  }
+  auto [device, policy] = make_replay_target(reader, options);
   ObservingPolicy observer(*policy, false, true);
   ReplayOptions session_options = options;
   session_options.timeline_points = 1;

@@ -1,5 +1,6 @@
 #include "results/perfetto_export.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -24,6 +25,46 @@ std::string json_string(const std::string& s) { return nlohmann::json(s).dump();
 
 }  // namespace
 
+std::vector<size_t> counter_samples(const std::vector<TimelinePoint>& timeline, size_t buckets) {
+  std::vector<size_t> keep;
+  if (timeline.empty()) return keep;
+  const uint64_t t0 = timeline.front().time_ns, span = timeline.back().time_ns - t0 + 1;
+  const uint64_t width = (span + buckets - 1) / std::max<size_t>(buckets, 1);
+  const auto bucket_of = [&](const TimelinePoint& p) { return (p.time_ns - t0) / width; };
+  keep.push_back(0);
+  for (size_t from = 1; from < timeline.size();) {
+    const uint64_t bucket = bucket_of(timeline[from]);
+    size_t to = from;
+    size_t max_allocated = from, min_allocated = from, max_requested = from;
+    for (; to < timeline.size() && bucket_of(timeline[to]) == bucket; ++to) {
+      const TimelinePoint& p = timeline[to];
+      if (p.allocated > timeline[max_allocated].allocated) max_allocated = to;
+      if (p.allocated < timeline[min_allocated].allocated) min_allocated = to;
+      if (p.requested > timeline[max_requested].requested) max_requested = to;
+      if (p.reserved != timeline[to - 1].reserved) keep.push_back(to);  // every device call, exactly
+    }
+    for (const size_t i : {max_allocated, min_allocated, max_requested, to - 1}) keep.push_back(i);
+    from = to;
+  }
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  // A sample that repeats the one before it draws nothing new.
+  std::vector<size_t> changed;
+  for (const size_t i : keep) {
+    const TimelinePoint& p = timeline[i];
+    if (!changed.empty()) {
+      const TimelinePoint& q = timeline[changed.back()];
+      if (q.reserved == p.reserved && q.allocated == p.allocated && q.requested == p.requested) continue;
+    }
+    changed.push_back(i);
+  }
+  return changed;
+}
+
+namespace {
+
+}  // namespace
+
 std::string export_perfetto(const std::string& trace_path, uint32_t trace_device,
                             const std::vector<ReplayMetrics>& replays) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -32,15 +73,12 @@ std::string export_perfetto(const std::string& trace_path, uint32_t trace_device
   append(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"allocations\"}}", kAllocationPid);
   for (const auto& m : replays) {
     const std::string name = json_string("bytes (" + m.policy + ")");
-    const TimelinePoint* last = nullptr;
-    for (const auto& p : m.timeline) {
-      if (last && last->reserved == p.reserved && last->allocated == p.allocated && last->requested == p.requested)
-        continue;
+    for (const size_t i : counter_samples(m.timeline)) {
+      const TimelinePoint& p = m.timeline[i];
       append(out,
              ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":%s,\"ts\":%.3f,\"args\":{\"reserved\":%" PRIu64
              ",\"allocated\":%" PRIu64 ",\"requested\":%" PRIu64 "}}",
              kCounterPid, name.c_str(), double(p.time_ns) / 1000.0, p.reserved, p.allocated, p.requested);
-      last = &p;
     }
   }
 

@@ -6,10 +6,8 @@
 #include <memory>
 #include <thread>
 
-#include "policies/registry.h"
-#include "proto/input_error.h"
 #include "proto/trace_reader.h"
-#include "replayer/device_registry.h"
+#include "replayer/replay_runner.h"
 #include "replayer/replay_session.h"
 #include "results/observing_policy.h"
 
@@ -34,23 +32,15 @@ TraceReplays replay_policies(const ReplayOptions& base, const std::vector<std::s
 
 TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLane>& specs) {
   TraceReader reader(base.trace_path);
-  DeviceRequest request;
-  request.capacity = base.capacity;
-  for (const auto& d : reader.header().devices())
-    if (d.index() == base.trace_device) request.total_memory = d.total_memory();
-
   std::vector<Lane> lanes;
   lanes.reserve(specs.size());
   for (const auto& [spec, ignore_empty_cache] : specs) {
     Lane lane;
-    lane.device = DeviceRegistry::instance().create(base.device_spec, request);
-    try {
-      lane.policy = PolicyRegistry::instance().create(spec, *lane.device);
-    } catch (const PolicySpecError& e) {
-      throw InputError("--policy " + spec + ": " + e.what());
-    }
     ReplayOptions options = base;
     options.policy_spec = spec;
+    auto target = make_replay_target(reader, options);
+    lane.device = std::move(target.device);
+    lane.policy = std::move(target.policy);
     Policy* replayed = lane.policy.get();
     if (ignore_empty_cache) {
       lane.observer = std::make_unique<ObservingPolicy>(*lane.policy, true, false);

@@ -126,6 +126,39 @@ TEST_F(CliConventions, AdviseRanksSettingsWithEvidenceAndCountsEmptyCache) {
   EXPECT_EQ(a["current"]["device_alloc_calls"], m["device_alloc_calls"]);
 }
 
+TEST_F(CliConventions, ReplayExitsOneWhenItRunsOutOfMemory) {
+  auto r = run("replay " + trace() + " --policy pytorch --capacity 4MiB");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("OOM at replay event"), std::string::npos) << r.out;
+  r = run("replay " + trace() + " --policy pytorch --capacity 4MiB --json -");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["oom_at_event"].is_number()) << r.out;
+  r = run("replay " + trace() + " --policy pytorch --capacity 4MiB --keep-going --json -");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["ooms"].get<uint64_t>(), 1u) << r.out;
+  r = run("replay " + trace() + " --policy pytorch --capacity 100GiB --json -");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["oom_at_event"].is_null());
+  r = run("replay " + trace() + " --policy nosuchpolicy --capacity 4MiB");
+  EXPECT_EQ(r.status, 2) << r.err;
+}
+
+TEST_F(CliConventions, FitWarnsOfAnIncompleteTraceOncePerCommand) {
+  const std::string cut = path("cut.mrt");
+  fs::copy_file(trace(), cut);
+  fs::resize_file(cut, fs::file_size(cut) - 40);
+  for (const std::string capacity : {"", " --capacity 100GiB"}) {
+    const auto r = run("fit " + cut + " --policy pytorch --policy passthrough --policy pytorch:expandable_segments:True "
+                       "--grid 4 --json -" + capacity);
+    ASSERT_EQ(r.status, 0) << r.err;
+    size_t warnings = 0;
+    for (size_t at = r.err.find("is incomplete"); at != std::string::npos; at = r.err.find("is incomplete", at + 1))
+      ++warnings;
+    EXPECT_EQ(warnings, 1u) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["results"].size(), 3u);
+  }
+}
+
 #if defined(MEMREPLAY_INTERPOSER_LIB)
 TEST_F(CliConventions, RecordLeavesAValidEmptyTraceWhenTheProgramMakesNoCudaCall) {
   const std::string out = path("none.mrt");

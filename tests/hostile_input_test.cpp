@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <array>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "policies/registry.h"
 #include "proto/chunk_decoder.h"
@@ -316,6 +318,79 @@ TEST_F(HostileInput, HeaderWithInvalidUtf8GivesOurLineOnly) {
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_EQ(line_count(run.err), 1u) << run.err;  // not libprotobuf's log line first
   EXPECT_NE(run.err.find(trace + ": byte 8: header record does not parse"), std::string::npos) << run.err;
+}
+
+// --- an input that shrinks while it is mapped ---
+
+TEST_F(HostileInput, AnInputThatShrinksWhileMappedEndsWithOneLineAndStatus2) {
+  const std::string input = path("shrinking.pickle");
+  write_file(input, std::string(1u << 20, 'x'));
+  const std::string err = path("err.txt");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::freopen(err.c_str(), "w", stderr);
+    const InputBytes bytes(input);
+    truncate(input.c_str(), 0);
+    volatile char last = bytes.view()[(1u << 20) - 1];  // past the new end: SIGBUS
+    (void)last;
+    _exit(0);
+  }
+  int raw = 0;
+  ASSERT_EQ(waitpid(pid, &raw, 0), pid);
+  ASSERT_TRUE(WIFEXITED(raw)) << "died of signal " << WTERMSIG(raw);
+  EXPECT_EQ(WEXITSTATUS(raw), 2);
+  const std::string message = testing::read_bytes(err);
+  EXPECT_EQ(line_count(message), 1u) << message;
+  EXPECT_NE(message.find(input + ": the file shrank while it was being read"), std::string::npos) << message;
+}
+
+// --- events per file byte ---
+
+// 300 chunks each within its ceilings, but 19.7 M events in a few hundred KB: without a budget
+// of events per byte, `replay` and `validate` ran past 10 s and `info` hit bad_alloc under 1 GiB.
+std::string many_events_in_few_bytes(const std::string& path, bool finished) {
+  TraceWriter writer(path, {.events_per_chunk = 65536, .zstd_level = 1, .atomic = false});
+  writer.begin(proto::TraceHeader());
+  const EventKind kinds[] = {EventKind::alloc, EventKind::free_requested, EventKind::free_completed};
+  // A little entropy (a new size every 64 events), so that each chunk stays under the reader's
+  // expansion ceiling as the crafted file's did (1.7 KB a chunk).
+  for (uint32_t i = 0; i < 300 * 65536; ++i)
+    writer.append(Event{.kind = kinds[i % 3], .address = 4096, .size = 512u * (1 + ((i / 64) * 2654435761u >> 28))});
+  if (finished) writer.finish();
+  else writer.flush();  // no footer: the budget is met chunk by chunk
+  return path;
+}
+
+TEST_F(HostileInput, MoreEventsThanTheFileSizeCanHoldAreRefusedQuickly) {
+  for (const bool finished : {true, false}) {
+    const std::string hostile = many_events_in_few_bytes(path(finished ? "whole.mrt" : "open.mrt"), finished);
+    const uint64_t bytes = fs::file_size(hostile);
+    ASSERT_LT(bytes, 1u << 20);
+    ASSERT_GT(300 * 65536u, TraceReader::event_budget(bytes));
+    const std::string error = testing::error_of<InputError>([&] { TraceReader::read_all(hostile); });
+    EXPECT_NE(error.find(hostile + ": byte "), std::string::npos) << error;
+    EXPECT_NE(error.find("a file of that size may hold"), std::string::npos) << error;
+    for (const std::string command : {"info ", "validate ", "replay --policy pytorch "}) {
+      const CliRun run = run_bounded(command + hostile, dir_.string());
+      EXPECT_EQ(run.status, 2) << command << run.err;
+      EXPECT_EQ(line_count(run.err), 1u) << command << run.err;
+      EXPECT_NE(run.err.find("a file of that size may hold"), std::string::npos) << command << run.err;
+    }
+  }
+}
+
+// The budget is far above what real traces need: each shared trace, imported, holds less than
+// half of kMaxEventsPerByte events per byte of its file.
+TEST(EventBudget, RealTracesHoldFarFewerEventsPerByte) {
+  const std::vector<std::string> names = testing::shared_names("traces", ".pickle.xz");
+  ASSERT_GE(names.size(), 9u) << "shared traces missing under " << testing::shared_dir();
+  for (const std::string& name : names) {
+    const std::string trace = testing::imported_trace(name);
+    TraceReader reader(trace);
+    ASSERT_NE(reader.footer(), nullptr) << trace;
+    const double per_byte = static_cast<double>(reader.footer()->total_events()) / static_cast<double>(fs::file_size(trace));
+    EXPECT_LT(per_byte * 2, TraceReader::kMaxEventsPerByte) << name << ": " << per_byte << " events per byte";
+  }
 }
 
 // --- sizes near 2^64 ---

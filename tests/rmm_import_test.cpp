@@ -104,25 +104,25 @@ TEST(RmmImport, TimesKeepRisingPastMidnight) {
   EXPECT_EQ(sink.events[1].time_ns - sink.events[0].time_ns, 200'000'000u);
 }
 
-TEST(RmmImport, BadRowsNameTheLine) {
+TEST(RmmImport, BadRowsNameTheLineAndByteOffset) {
   const std::string header = "Thread,Time,Action,Pointer,Size,Stream\n";
   const std::string good = "1,10:00:00.000001,allocate,0x10,8,0x0\n";
   EXPECT_EQ(import_error(header + good + "1,10:00:00.000002,allocate,zz,8,0x0\n"),
-            "log.csv: line 3: bad pointer 'zz'");
+            "log.csv: line 3, byte 104: bad pointer 'zz'");
   EXPECT_EQ(import_error(header + "1,10:00:00.000002,allocate,0x10,-8,0x0\n"),
-            "log.csv: line 2: bad size '-8'");
+            "log.csv: line 2, byte 71: bad size '-8'");
   EXPECT_EQ(import_error(header + good + good + "1,10:00:00.000002,resize,0x10,8,0x0\n"),
-            "log.csv: line 4: unknown action 'resize' (expected allocate, free or allocate failure)");
+            "log.csv: line 4, byte 133: unknown action 'resize' (expected allocate, free or allocate failure)");
   EXPECT_EQ(import_error(header + "1,10:00:00.000002,allocate,0x10,8\n"),
-            "log.csv: line 2: expected 6 comma-separated fields, found 5");
+            "log.csv: line 2, byte 39: expected 6 comma-separated fields, found 5");
   EXPECT_EQ(import_error(header + "1,25:00:00.0,allocate,0x10,8,0x0\n"),
-            "log.csv: line 2: bad time '25:00:00.0' (expected HH:MM:SS.ffffff or seconds)");
+            "log.csv: line 2, byte 41: bad time '25:00:00.0' (expected HH:MM:SS.ffffff or seconds)");
   EXPECT_EQ(import_error(header + "1,10:00:00.0,allocate,0x10,8,0xzz\n"),
-            "log.csv: line 2: bad stream '0xzz'");
+            "log.csv: line 2, byte 68: bad stream '0xzz'");
   EXPECT_EQ(import_error(""),
-            "log.csv: line 1: empty file: expected an RMM log header "
+            "log.csv: line 1, byte 0: empty file: expected an RMM log header "
             "'Thread,Time,Action,Pointer,Size,Stream'");
-  EXPECT_NE(import_error("Thread,Time,Pointer\n").find("line 1: not an RMM log header"), std::string::npos);
+  EXPECT_NE(import_error("Thread,Time,Pointer\n").find("line 1, byte 0: not an RMM log header"), std::string::npos);
 }
 
 TEST(RmmImport, DetectedByContent) {

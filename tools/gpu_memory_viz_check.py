@@ -1,6 +1,8 @@
 # Issue 12: memreplay's memory-viz export read by torch's own tools (torch.cuda._memory_viz), on
 # the GPU machine's torch; and a real snapshot from this GPU to round-trip back home.
 # SNAPS (default build-h12/snaps) holds `memreplay export --to memory-viz` outputs, xz-compressed.
+# H12_CLI=0 skips torch's command line (each call imports torch again: seconds), H12_REAL=0 the
+# real snapshot, to fit a short device-time share.
 import contextlib, glob, io, json, lzma, os, pickle, shutil, subprocess, sys, time
 
 out = os.environ.get("OUT", "/tmp/out")
@@ -33,7 +35,7 @@ for path in sorted(glob.glob(os.path.join(os.environ.get("SNAPS", "build-h12/sna
         except Exception as e:
             r[fn] = {"ok": False, "error": repr(e)[:600]}
     # torch's command line, as a user runs it
-    for cmd in (["stats"], ["trace_plot", "-o", os.path.join(tmp, name + ".trace.html")],
+    for cmd in () if os.environ.get("H12_CLI", "1") == "0" else (["stats"], ["trace_plot", "-o", os.path.join(tmp, name + ".trace.html")],
                 ["segment_plot", "-o", os.path.join(tmp, name + ".segment.html")]):
         p = subprocess.run([sys.executable, "-m", "torch.cuda._memory_viz", cmd[0], plain] + cmd[1:],
                            capture_output=True, text=True, timeout=120)
@@ -43,7 +45,7 @@ for path in sorted(glob.glob(os.path.join(os.environ.get("SNAPS", "build-h12/sna
                  for k, v in r.items()}, flush=True)
 
 # A real snapshot from this GPU (small training loop), for the round trip at home.
-if torch.cuda.is_available():
+if torch.cuda.is_available() and os.environ.get("H12_REAL", "1") != "0":
     torch.cuda.memory._record_memory_history(max_entries=200000)
     model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(8)]).cuda()
     opt = torch.optim.Adam(model.parameters())

@@ -14,8 +14,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "proto/input_error.h"
+#include "recorder/import/scratch_file.h"
 
 namespace memreplay {
 namespace {
@@ -39,31 +41,54 @@ std::string format_bytes(uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
-// The output buffer of a streaming decoder: grows geometrically up to the caller's cap, so a
-// small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
+// The output of a streaming decoder: a buffer that grows geometrically up to the caller's cap, so
+// a small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
+// Given somewhere to keep a scratch file, output past kSpillBytes goes to disk in kSpillBytes
+// pieces instead (the file is made then, not before: small inputs never touch the disk), so a
+// big compressed snapshot never sits in memory whole (InputBytes maps the file afterwards).
 class Output {
  public:
+  static constexpr uint64_t kSpillBytes = uint64_t{64} << 20;
+
   // `input_bytes` (what is really there, never a length the data declares) sizes the first
   // buffer; it then doubles as output arrives.
-  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes)
-      : file_(file), max_(max_output) {
+  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes,
+         std::unique_ptr<ScratchFile>* spill = nullptr)
+      : file_(file), max_(max_output), spill_(spill) {
     const uint64_t first = std::min<uint64_t>(std::max<uint64_t>(input_bytes * 4, 1 << 16), kMaxFirstBuffer);
     buf_.resize(static_cast<size_t>(std::min<uint64_t>(first, max_)));
   }
-  // Free space after `used`, growing the buffer first when it is full.
+  // Free space after `used`, growing (or spilling) the buffer first when it is full.
   char* space(uint64_t consumed_input) {
     if (used_ == buf_.size()) {
-      if (buf_.size() >= max_)
+      if (spilled_ + used_ >= max_)
         throw InputError::at_byte(file_, consumed_input,
                                   "decompressed data exceeds the " + format_bytes(max_) +
                                       " limit (128 times the compressed size, at least 64 MiB, at "
                                       "most 2 GiB): a decompression bomb, or decompress it first");
-      buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_)));
+      if (spill_ != nullptr && used_ >= kSpillBytes) {
+        if (*spill_ == nullptr) *spill_ = std::make_unique<ScratchFile>(file_);
+        (*spill_)->append(buf_.data(), used_);
+        spilled_ += used_;
+        used_ = 0;
+      } else {
+        buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_ - spilled_)));
+      }
     }
     return buf_.data() + used_;
   }
-  size_t available() const { return buf_.size() - used_; }
+  size_t available() const {
+    return static_cast<size_t>(std::min<uint64_t>(buf_.size() - used_, max_ - spilled_ - used_));
+  }
   void produced(size_t n) { used_ += n; }
+  // Ends the output: true when it went to the scratch file (all of it is there now), else the
+  // bytes are in take().
+  bool finish_spill() {
+    if (spilled_ == 0) return false;
+    (*spill_)->append(buf_.data(), used_);
+    std::string().swap(buf_);
+    return true;
+  }
   std::string take() {
     buf_.resize(used_);
     return std::move(buf_);
@@ -73,14 +98,15 @@ class Output {
   static constexpr uint64_t kMaxFirstBuffer = uint64_t{64} << 20;
   const std::string& file_;
   uint64_t max_;
+  std::unique_ptr<ScratchFile>* spill_;
   std::string buf_;
   size_t used_ = 0;
+  uint64_t spilled_ = 0;
 };
 
 constexpr size_t kMaxChunk = std::numeric_limits<uInt>::max();
 
-std::string inflate_all(std::string_view data, const std::string& file, uint64_t max_output,
-                        const char* what) {
+void inflate_all(std::string_view data, const std::string& file, const char* what, Output& out) {
   z_stream s{};
   // 15 + 32: accept both the zlib and the gzip wrapper (auto-detected by zlib).
   if (inflateInit2(&s, 15 + 32) != Z_OK) throw InputError(file + ": zlib initialisation failed");
@@ -88,7 +114,6 @@ std::string inflate_all(std::string_view data, const std::string& file, uint64_t
     z_stream* s;
     ~Guard() { inflateEnd(s); }
   } guard{&s};
-  Output out(file, max_output, data.size());
   size_t in_pos = 0;
   for (;;) {
     s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + in_pos));
@@ -101,7 +126,7 @@ std::string inflate_all(std::string_view data, const std::string& file, uint64_t
     in_pos += given_in - s.avail_in;
     out.produced(given_out - s.avail_out);
     if (rc == Z_STREAM_END) {
-      if (in_pos == data.size()) return out.take();
+      if (in_pos == data.size()) return;
       // pigz and `cat a.gz b.gz` write several gzip members: keep going.
       if (starts_with(data.substr(in_pos), "\x1f\x8b") && inflateReset(&s) == Z_OK) continue;
       throw InputError::at_byte(file, in_pos,
@@ -130,7 +155,7 @@ std::string lzma_error_text(lzma_ret rc) {
   }
 }
 
-std::string unxz_all(std::string_view data, const std::string& file, uint64_t max_output) {
+void unxz_all(std::string_view data, const std::string& file, Output& out) {
   lzma_stream s = LZMA_STREAM_INIT;
   // CONCATENATED: `xz` itself accepts several streams one after the other.
   if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
@@ -139,7 +164,6 @@ std::string unxz_all(std::string_view data, const std::string& file, uint64_t ma
     lzma_stream* s;
     ~Guard() { lzma_end(s); }
   } guard{&s};
-  Output out(file, max_output, data.size());
   s.next_in = reinterpret_cast<const uint8_t*>(data.data());
   s.avail_in = data.size();
   for (;;) {
@@ -148,7 +172,7 @@ std::string unxz_all(std::string_view data, const std::string& file, uint64_t ma
     const size_t given_out = s.avail_out;
     const lzma_ret rc = lzma_code(&s, LZMA_FINISH);
     out.produced(given_out - s.avail_out);
-    if (rc == LZMA_STREAM_END) return out.take();
+    if (rc == LZMA_STREAM_END) return;
     if (rc != LZMA_OK) {
       const uint64_t at = rc == LZMA_BUF_ERROR ? data.size() : s.total_in;
       throw InputError::at_byte(file, at, lzma_error_text(rc));
@@ -156,15 +180,14 @@ std::string unxz_all(std::string_view data, const std::string& file, uint64_t ma
   }
 }
 
-std::string unzstd_all(std::string_view data, const std::string& file, uint64_t max_output) {
+void unzstd_all(std::string_view data, const std::string& file, Output& out) {
   ZSTD_DStream* z = ZSTD_createDStream();
   if (z == nullptr) throw InputError(file + ": zstd decoder initialisation failed");
   struct Guard {
     ZSTD_DStream* z;
     ~Guard() { ZSTD_freeDStream(z); }
   } guard{z};
-  // Not sized by the frame's declared content size: 20 bytes can declare terabytes.
-  Output out(file, max_output, data.size());
+  // Not sized by the frame's declared content size (20 bytes can declare terabytes): see Output.
   ZSTD_inBuffer in{data.data(), data.size(), 0};
   size_t last = 0;
   for (;;) {
@@ -175,9 +198,20 @@ std::string unzstd_all(std::string_view data, const std::string& file, uint64_t 
       throw InputError::at_byte(file, in.pos, std::string("corrupt zstd stream: ") + ZSTD_getErrorName(last));
     // A frame is complete (last == 0) and all input is used: done. Output that did not fill
     // the buffer with input left over means the decoder wants more input that does not exist.
-    if (in.pos == data.size() && last == 0) return out.take();
+    if (in.pos == data.size() && last == 0) return;
     if (in.pos == data.size() && o.pos < o.size)
       throw InputError::at_byte(file, data.size(), "zstd stream is truncated");
+  }
+}
+
+// Decodes `data`, compressed as `c`, into `out`.
+void decode(Compression c, std::string_view data, const std::string& file, Output& out) {
+  switch (c) {
+    case Compression::gzip: return inflate_all(data, file, "gzip", out);
+    case Compression::zlib: return inflate_all(data, file, "zlib", out);
+    case Compression::xz: return unxz_all(data, file, out);
+    case Compression::zstd: return unzstd_all(data, file, out);
+    case Compression::none: break;
   }
 }
 
@@ -210,14 +244,11 @@ Compression detect_compression(std::string_view data, const std::string& file) {
 }
 
 std::string decompress(std::string_view data, const std::string& file, uint64_t max_output) {
-  switch (detect_compression(data, file)) {
-    case Compression::gzip: return inflate_all(data, file, max_output, "gzip");
-    case Compression::zlib: return inflate_all(data, file, max_output, "zlib");
-    case Compression::xz: return unxz_all(data, file, max_output);
-    case Compression::zstd: return unzstd_all(data, file, max_output);
-    case Compression::none: break;
-  }
-  return std::string(data);
+  const Compression c = detect_compression(data, file);
+  if (c == Compression::none) return std::string(data);
+  Output out(file, max_output, data.size());
+  decode(c, data, file, out);
+  return out.take();
 }
 
 std::string read_file_bytes(const std::string& path) {
@@ -240,34 +271,38 @@ InputBytes::InputBytes(const std::string& path) {
     ::close(fd);
     throw InputError(path + ": not a regular file");
   }
-  map_bytes_ = static_cast<size_t>(st.st_size);
-  if (map_bytes_ > 0) {
-    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (map_ == MAP_FAILED) {
-      map_ = nullptr;
-      ::close(fd);
-      throw InputError(path + ": cannot map: " + std::strerror(errno));
-    }
-  }
-  ::close(fd);
-  const std::string_view raw(static_cast<const char*>(map_), map_bytes_);
   try {
-    if (detect_compression(raw, path) == Compression::none) {
-      view_ = raw;
-      return;
-    }
-    decompressed_ = decompress(raw, path, decompression_ceiling(raw.size()));
+    // Not populated up front: the importers read front to back and release() what they passed.
+    map_ = MappedBytes(fd, static_cast<size_t>(st.st_size), path);
   } catch (...) {
-    if (map_ != nullptr) ::munmap(map_, map_bytes_);
+    ::close(fd);
     throw;
   }
-  ::munmap(map_, map_bytes_);  // the compressed bytes are not needed any more
-  map_ = nullptr;
-  view_ = decompressed_;
+  ::close(fd);
+  const std::string_view raw(map_.data(), map_.size());
+  const Compression c = detect_compression(raw, path);
+  if (c == Compression::none) {
+    view_ = raw;
+    return;
+  }
+  std::unique_ptr<ScratchFile> spill;
+  Output out(path, decompression_ceiling(raw.size()), raw.size(), &spill);
+  decode(c, raw, path, out);
+  if (out.finish_spill()) {
+    map_ = spill->map();  // the compressed bytes are not needed any more
+    view_ = std::string_view(map_.data(), map_.size());
+  } else {
+    decompressed_ = out.take();
+    map_ = MappedBytes();
+    view_ = decompressed_;
+  }
 }
 
-InputBytes::~InputBytes() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+void InputBytes::release_before(uint64_t offset) const {
+  if (offset > released_) {
+    map_.release(static_cast<size_t>(released_), static_cast<size_t>(offset));
+    released_ = offset;
+  }
 }
 
 std::string read_decompressed(const std::string& path, uint64_t max_output) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "recorder/import/scratch_file.h"
+
 namespace memreplay {
 
 enum class Compression { none, gzip, zlib, xz, zstd };
@@ -48,20 +50,24 @@ std::string read_file_bytes(const std::string& path);
 
 // An input file's content, decompressed: a read-only map of the file itself when it is not
 // compressed (no copy, no zero-filled buffer), else the decompressed bytes (under
-// decompression_ceiling() of the file's size).
+// decompression_ceiling() of the file's size): in memory up to 64 MiB, beyond that in an unlinked
+// scratch file, mapped. Either way memory does not have to hold the whole input: a reader going
+// front to back calls release_before() as it goes.
 class InputBytes {
  public:
   explicit InputBytes(const std::string& path);
-  ~InputBytes();
   InputBytes(const InputBytes&) = delete;
   InputBytes& operator=(const InputBytes&) = delete;
   std::string_view view() const { return view_; }
+  // The bytes before `offset` will rarely be needed again: a mapped input's pages there are given
+  // back (they read back from the file when they are). Nothing happens to bytes held in memory.
+  void release_before(uint64_t offset) const;
 
  private:
-  void* map_ = nullptr;
-  size_t map_bytes_ = 0;
+  MappedBytes map_;
   std::string decompressed_;
   std::string_view view_;
+  mutable uint64_t released_ = 0;
 };
 
 }  // namespace memreplay

@@ -69,24 +69,29 @@ std::vector<bool> oom_before_next_alloc(std::span<const TraceStep> trace) {
 
 bool is_growth(EventKind k) { return k == EventKind::segment_alloc || k == EventKind::segment_map; }
 
-// Reserved bytes (cudaMalloc'd + mapped) before each entry, and their maximum over the trace.
+// Reserved bytes (cudaMalloc'd + mapped) as entries are applied one by one: kept as a running
+// sum, not a column, so that a trace of millions of entries costs no memory for it.
 struct ReservedBytes {
-  std::vector<uint64_t> before;
-  uint64_t peak = 0;
-};
-ReservedBytes reserved_bytes(const AllocatorState& initial, std::span<const TraceStep> trace) {
-  ReservedBytes r;
-  r.before.reserve(trace.size());
-  uint64_t reserved = 0;
-  for (const SegmentState& s : initial.segments) reserved += s.size;
-  r.peak = reserved;
-  for (const TraceStep& e : trace) {
-    r.before.push_back(reserved);
-    if (is_growth(e.kind)) reserved += e.size;
-    else if (is_release(e.kind)) reserved -= std::min(reserved, e.size);
-    r.peak = std::max(r.peak, reserved);
+  uint64_t now = 0;
+  void apply(const TraceStep& e) {
+    if (is_growth(e.kind)) now += e.size;
+    else if (is_release(e.kind)) now -= std::min(now, e.size);
   }
+};
+ReservedBytes initial_reserved(const AllocatorState& initial) {
+  ReservedBytes r;
+  for (const SegmentState& s : initial.segments) r.now += s.size;
   return r;
+}
+// The highest reserved bytes over the trace.
+uint64_t reserved_peak(const AllocatorState& initial, std::span<const TraceStep> trace) {
+  ReservedBytes r = initial_reserved(initial);
+  uint64_t peak = r.now;
+  for (const TraceStep& e : trace) {
+    r.apply(e);
+    peak = std::max(peak, r.now);
+  }
+  return peak;
 }
 
 }  // namespace
@@ -99,9 +104,11 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     return found;
   Occupancy occupancy(initial);
   const std::vector<bool> oom_ahead = oom_before_next_alloc(trace);
-  const ReservedBytes reserved = reserved_bytes(initial, trace);
+  const uint64_t peak = reserved_peak(initial, trace);
+  ReservedBytes reserved = initial_reserved(initial);  // before entry i
   for (size_t i = 0; i < trace.size();) {
     if (!is_release(trace[i].kind)) {
+      reserved.apply(trace[i]);
       occupancy.apply(trace[i++]);
       continue;
     }
@@ -115,9 +122,12 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     const bool after_free = i > 0 && (trace[i - 1].kind == EventKind::free_completed ||
                                       trace[i - 1].kind == EventKind::free_requested);
     const bool retry = !after_free && end < trace.size() && is_growth(trace[end].kind) &&
-                       reserved.before[i] + trace[end].size > reserved.peak;
+                       reserved.now + trace[end].size > peak;
     if (occupancy.run_releases_all_free(run) && !oom_ahead[end] && !retry) found.push_back(i);
-    for (const TraceStep& e : run) occupancy.apply(e);
+    for (const TraceStep& e : run) {
+      reserved.apply(e);
+      occupancy.apply(e);
+    }
     i = end;
   }
   return found;

@@ -32,6 +32,12 @@ InputFormat detect_input_format(const std::string& path) {
 
 void import_file(const std::string& path, TraceSink& sink) {
   const InputBytes content(path);
+  if (detect_content_format(content.view(), path) == InputFormat::pytorch_snapshot) {
+    // Read front to back: the pages behind the reader go back to the kernel as it moves on.
+    import_pytorch_snapshot_pickle(content.view(), path, sink,
+                                   [&](uint64_t offset) { content.release_before(offset); });
+    return;
+  }
   import_file_content(content.view(), path, sink);
 }
 

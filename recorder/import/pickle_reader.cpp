@@ -18,6 +18,15 @@ constexpr int kHighestProtocol = 5;
 static_assert(std::endian::native == std::endian::little, "memreplay reads pickles on little-endian hosts");
 
 constexpr uint32_t kUnsetMemo = std::numeric_limits<uint32_t>::max();
+// A memo slot whose object (a streamed trace entry) was handed over and recycled. Containers are
+// numbered from 0 and each needs an input byte, so no container of a pickle under 2 GiB has it.
+constexpr uint32_t kTakenMemo = Tree::kScalarBit - 1;
+// container_memo_ values besides a memo index.
+constexpr uint32_t kNoMemo = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kShared = kNoMemo - 1;  // referred to more than once: never recycled
+// Shaped dicts of up to this many pairs have their value runs recycled (trace entries have 5-9).
+constexpr uint32_t kMaxRecycledPairs = 16;
+constexpr uint64_t kProgressBytes = uint64_t{64} << 20;
 
 }  // namespace
 
@@ -48,18 +57,21 @@ class RefStack {
 // the memo is a dict keyed by index, STOP returns the top of the stack.
 class Unpickler {
  public:
-  Unpickler(std::string_view data, const std::string& file, Tree& tree)
-      : data_(data), file_(file), tree_(tree) {}
+  Unpickler(std::string_view data, const std::string& file, Tree& tree, const UnpickleOptions& options)
+      : data_(data), file_(file), tree_(tree), options_(options), streaming_(options.device_traces != nullptr) {}
 
   void run() {
     // Scalar references are input offsets below kScalarBit.
     if (data_.size() >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
     tree_.data_ = data_;
     // Snapshot pickles hold one container per 52-72 input bytes and one item per 6.6-9: reserve
-    // for the densest, so the big arrays never move while growing.
-    tree_.containers_.reserve(data_.size() / 48 + 16);
-    tree_.container_offsets_.reserve(data_.size() / 48 + 16);
-    tree_.children_.reserve(data_.size() / 6 + 16);
+    // for the densest, so the big arrays never move while growing. Streamed, the tree holds
+    // little but the segments and frames.
+    if (!streaming_) {
+      tree_.containers_.reserve(data_.size() / 48 + 16);
+      tree_.container_offsets_.reserve(data_.size() / 48 + 16);
+      tree_.children_.reserve(data_.size() / 6 + 16);
+    }
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
       if (pos_ >= data_.size()) fail(pos_, "pickle ends without STOP");
@@ -91,6 +103,7 @@ class Unpickler {
         case STOP:
           require(1);
           tree_.root_ = stack_.back();
+          if (!streamed_.empty()) check_streamed_lists();
           return;  // like Python, trailing bytes after STOP are not looked at
         default: step(); break;
       }
@@ -192,8 +205,17 @@ class Unpickler {
     push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
   }
   [[gnu::always_inline]] uint32_t add_container(Kind kind) {
+    if (streaming_ && !free_containers_.empty()) {
+      const uint32_t c = free_containers_.back();
+      free_containers_.pop_back();
+      tree_.containers_[c] = {kind, Tree::Layout::one_run, 0, 0, 0};
+      tree_.container_offsets_[c] = static_cast<uint32_t>(op_pos_);
+      container_memo_[c] = kNoMemo;
+      return c;
+    }
     tree_.containers_.push_back({kind, Tree::Layout::one_run, 0, 0, 0});
     tree_.container_offsets_.push_back(static_cast<uint32_t>(op_pos_));
+    if (streaming_) container_memo_.push_back(kNoMemo);
     return static_cast<uint32_t>(tree_.containers_.size() - 1);
   }
 
@@ -235,8 +257,14 @@ class Unpickler {
     auto& children = tree_.children_;
     c.layout = Tree::Layout::shaped;
     c.extra = shape->begin;
-    c.begin = static_cast<uint32_t>(children.size());
     c.count = count;
+    if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
+      c.begin = free_values_[pairs].back();
+      free_values_[pairs].pop_back();
+      for (uint32_t i = 0; i < pairs; ++i) children[c.begin + i] = stack_[from + 2 * i + 1];
+      return;
+    }
+    c.begin = static_cast<uint32_t>(children.size());
     for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
   }
 
@@ -298,12 +326,113 @@ class Unpickler {
                 std::string(kind_name(expected)));
     if (expected == Kind::dict && (stack_.size() - from) % 2 != 0)
       fail_here("odd number of stack items for a dict");
+    if (streaming_ && expected == Kind::list) {
+      if (pos_ >= next_progress_) report_progress();
+      if (const std::optional<uint32_t> k = streamed_index(target, from - 1)) {
+        hand_over(*k, from);
+        return;
+      }
+    }
     append_items(target, from);
+  }
+
+  // --- streaming device traces (see DeviceTraceSink) ---
+
+  void report_progress() {
+    next_progress_ = pos_ + kProgressBytes;
+    if (options_.progress) options_.progress(pos_);
+  }
+  bool is_container(uint32_t ref, Kind kind) const {
+    return !(ref & Tree::kScalarBit) && tree_.containers_[ref].kind == kind;
+  }
+  const std::pair<uint32_t, uint32_t>* find_streamed(uint32_t container) const {
+    for (const auto& s : streamed_)
+      if (s.first == container) return &s;
+    return nullptr;
+  }
+  // k when the list `target`, at stack position p, is root["device_traces"][k] by its place on
+  // the stack: [root dict, MARK, (key, value)..., 'device_traces', outer list, (MARK,) lists...].
+  std::optional<uint32_t> streamed_index(uint32_t target, size_t p) {
+    const auto* streamed = find_streamed(target);
+    std::optional<uint32_t> k = device_list_index(p);
+    if (streamed != nullptr) {
+      if (!k || *k != streamed->second)
+        fail_here("a device trace list is extended from an unexpected place (not a pickle torch writes)");
+      return k;
+    }
+    // A list with items already, or referred to twice, is read from the tree as usual.
+    if (!k || tree_.containers_[target].count != 0 || container_memo_[target] == kShared) return std::nullopt;
+    streamed_.emplace_back(target, *k);
+    return k;
+  }
+  std::optional<uint32_t> device_list_index(size_t p) const {
+    if (marks_.empty() || marks_.front() != 1 || !is_container(stack_[0], Kind::dict) || p < 3) return std::nullopt;
+    size_t outer = 0, offset = 0;  // the outer list's stack position; the target's place in its batch
+    if (marks_.size() == 2 && marks_.back() <= p && marks_.back() >= 3) {
+      outer = marks_.back() - 1;  // MARK lists... APPENDS into the outer list
+      offset = p - marks_.back();
+    } else if (marks_.size() == 1) {
+      outer = p - 1;  // a single list, APPENDed
+    } else {
+      return std::nullopt;
+    }
+    const uint32_t key = stack_[outer - 1];
+    if (outer < 2 || (outer - 1 - 1) % 2 != 0 || !is_container(stack_[outer], Kind::list) ||
+        Value(&tree_, key).kind() != Kind::str || Value(&tree_, key).as_str() != "device_traces")
+      return std::nullopt;
+    const uint64_t k = tree_.containers_[stack_[outer]].count + offset;
+    if (k >= Tree::kScalarBit) return std::nullopt;
+    return static_cast<uint32_t>(k);
+  }
+  // Gives stack[from..] to the sink, then recycles the entry dicts nothing else refers to.
+  void hand_over(uint32_t k, size_t from) {
+    const std::span<const uint32_t> items(stack_.data() + from, stack_.size() - from);
+    options_.device_traces->take(k, tree_, items);
+    for (const uint32_t ref : items) {
+      if ((ref & Tree::kScalarBit) || container_memo_[ref] == kShared || find_streamed(ref) != nullptr) continue;
+      const Tree::Container& c = tree_.containers_[ref];
+      if (c.layout == Tree::Layout::shaped && c.count / 2 <= kMaxRecycledPairs) free_values_[c.count / 2].push_back(c.begin);
+      else if (c.layout == Tree::Layout::runs) continue;  // its run chain is not reused: keep the slot
+      if (container_memo_[ref] != kNoMemo) memo_[container_memo_[ref]] = kTakenMemo;
+      container_memo_[ref] = kShared;  // until add_container reuses it
+      free_containers_.push_back(ref);
+    }
+    stack_.resize(from);
+  }
+  // At STOP: every streamed list is root["device_traces"][k], and nothing else there.
+  void check_streamed_lists() const {
+    const Value root(&tree_, tree_.root_);
+    const std::optional<Value> outer = root.is(Kind::dict) ? root.get("device_traces") : std::nullopt;
+    size_t matched = 0;
+    if (outer && outer->is(Kind::list)) {
+      uint32_t k = 0;
+      for (const Value list : outer->items()) {
+        const auto* s = find_streamed(list.id());
+        if (s != nullptr) {
+          if (s->second != k) break;
+          ++matched;
+        }
+        ++k;
+      }
+    }
+    if (matched != streamed_.size())
+      fail(op_pos_, "device trace lists are not where a snapshot has them (not a pickle torch writes)");
+  }
+  // A container is referred to again (memo GET, DUP): never recycled; a streamed list, refused.
+  [[gnu::always_inline]] void note_shared(uint32_t ref) {
+    if (!streaming_ || (ref & Tree::kScalarBit)) return;
+    if (find_streamed(ref) != nullptr) fail_here("a device trace list is referred to twice (not a pickle torch writes)");
+    container_memo_[ref] = kShared;
+  }
+  [[gnu::always_inline]] void note_memo(uint32_t ref, uint64_t index) {
+    if (!streaming_ || (ref & Tree::kScalarBit)) return;
+    container_memo_[ref] = container_memo_[ref] == kNoMemo ? static_cast<uint32_t>(index) : kShared;
   }
 
   // --- memo ---
   [[gnu::always_inline]] void memo_put(uint64_t index) {
     require(1);
+    note_memo(stack_.back(), index);
     if (index == memo_.size()) {  // the usual case (MEMOIZE, and PUT from any real pickler)
       memo_.push_back(stack_.back());
       ++memo_count_;
@@ -319,6 +448,11 @@ class Unpickler {
   [[gnu::always_inline]] void memo_get(uint64_t index) {
     if (index >= memo_.size() || memo_[index] == kUnsetMemo)
       fail_here("memo index " + std::to_string(index) + " was never stored");
+    if (streaming_) {
+      if (memo_[index] == kTakenMemo)
+        fail_here("memo index " + std::to_string(index) + " refers back to a trace entry (not a pickle torch writes)");
+      note_shared(memo_[index]);
+    }
     push(memo_[index]);
   }
 
@@ -336,7 +470,7 @@ class Unpickler {
         else fail_here("stack is empty");
         break;
       case POP_MARK: stack_.resize(pop_mark()); break;
-      case DUP: require(1); push(stack_.back()); break;
+      case DUP: require(1); note_shared(stack_.back()); push(stack_.back()); break;
       case PROTO: {
         const uint64_t version = read_le(1);
         if (version > kHighestProtocol) fail_here("unsupported pickle protocol " + std::to_string(version));
@@ -434,6 +568,15 @@ class Unpickler {
   std::string_view data_;
   const std::string& file_;
   Tree& tree_;
+  const UnpickleOptions& options_;
+  const bool streaming_;
+  // Streaming only: per container, its memo index, kNoMemo or kShared; containers and value runs
+  // free for reuse; the streamed lists (container, k).
+  std::vector<uint32_t> container_memo_;
+  std::vector<uint32_t> free_containers_;
+  std::array<std::vector<uint32_t>, kMaxRecycledPairs + 1> free_values_;
+  std::vector<std::pair<uint32_t, uint32_t>> streamed_;
+  uint64_t next_progress_ = kProgressBytes;
   size_t pos_ = 0;
   size_t op_pos_ = 0;
   uint8_t op_ = 0;
@@ -451,9 +594,9 @@ class Unpickler {
   size_t next_shape_slot_ = 0;
 };
 
-Tree unpickle(std::string_view data, const std::string& file) {
+Tree unpickle(std::string_view data, const std::string& file, const UnpickleOptions& options) {
   Tree tree;
-  Unpickler(data, file, tree).run();
+  Unpickler(data, file, tree, options).run();
   return tree;
 }
 

@@ -28,8 +28,10 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -187,10 +189,34 @@ class Tree {
   uint32_t root_ = 0;
 };
 
+// Streaming a snapshot's trace: the items of every list at root["device_traces"][k] are handed
+// over as they are appended (APPEND/APPENDS) and are not kept in the Tree, so the tree of a
+// snapshot of millions of entries stays as small as its segments and frames. Such a list is told
+// by where it sits on the stack (CPython's layout of the dict _snapshot() returns: root dict, its
+// MARK, ..., 'device_traces', the list of lists) and checked at STOP to be exactly
+// root["device_traces"][k] (the last 'device_traces' key, as Python keeps it); a list used twice
+// (memo GET, DUP) is refused rather than read differently from Python. A list of any other layout
+// stays in the Tree, as without a sink. Entry dicts that nothing else can refer to (memoized at
+// most once, never fetched back, never duplicated) are recycled: a later GET of one is refused.
+class DeviceTraceSink {
+ public:
+  virtual ~DeviceTraceSink() = default;
+  // `items` (references into `tree`, valid during the call) were just appended to
+  // root["device_traces"][list_index], in order.
+  virtual void take(uint32_t list_index, const Tree& tree, std::span<const uint32_t> items) = 0;
+};
+
+struct UnpickleOptions {
+  DeviceTraceSink* device_traces = nullptr;
+  // Called about every 64 MiB of input with the offset reached: a mapped input may release the
+  // pages before it (scalars are decoded from the input later, so they may read back).
+  std::function<void(uint64_t)> progress;
+};
+
 // Unpickles `data`. `file` only names the input in error messages. Throws InputError.
 // The Tree refers to `data`, which must outlive it (hence no overload for a temporary string).
-Tree unpickle(std::string_view data, const std::string& file);
-Tree unpickle(std::string&& data, const std::string& file) = delete;
+Tree unpickle(std::string_view data, const std::string& file, const UnpickleOptions& options = {});
+Tree unpickle(std::string&& data, const std::string& file, const UnpickleOptions& options = {}) = delete;
 
 // --- inline accessors (hot in the importers) ---
 

@@ -12,6 +12,8 @@
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pickle_text.h"
 #include "recorder/import/pool_assignment.h"
+#include "recorder/import/snapshot_lookups.h"
+#include "recorder/import/step_spool.h"
 
 namespace memreplay {
 namespace {
@@ -52,65 +54,38 @@ uint8_t classify_action(Value action) {
   return static_cast<uint8_t>(*kind);
 }
 
-// Snapshot pickles memoize every key and action string, so a few nodes answer millions of
-// lookups: remember each node's classification in a small direct-mapped cache.
-template <typename T>
-class NodeCache {
- public:
-  explicit NodeCache(T (*classify)(Value)) : classify_(classify) {}
-  T get(Value v) {
-    // Fibonacci hashing: ids are input offsets, whose low bits collide too often.
-    Slot& slot = slots_[(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
-    if (slot.id != v.id()) slot = {v.id(), classify_(v)};
-    return slot.value;
-  }
-
- private:
-  static constexpr unsigned kSlotBits = 6;
-  static constexpr size_t kSlots = size_t{1} << kSlotBits;
-  struct Slot {
-    uint32_t id = std::numeric_limits<uint32_t>::max();
-    T value{};
-  };
-  std::array<Slot, kSlots> slots_{};
-  T (*classify_)(Value);
-};
-
-// Stream handles as small labels (TraceStep::stream): a trace uses a handful of streams.
-class StreamTable {
- public:
-  uint32_t label(uint64_t handle) {
-    if (!handles_.empty() && handle == last_handle_) return last_label_;
-    const auto [it, inserted] = labels_.try_emplace(handle, static_cast<uint32_t>(handles_.size()));
-    if (inserted) handles_.push_back(handle);
-    last_handle_ = handle;
-    last_label_ = it->second;
-    return last_label_;
-  }
-  uint64_t handle(uint64_t label) const { return handles_[label]; }
-
- private:
-  std::unordered_map<uint64_t, uint32_t> labels_;
-  std::vector<uint64_t> handles_;
-  uint64_t last_handle_ = 0;
-  uint32_t last_label_ = 0;
-};
-
-class SnapshotImporter {
+// Reads the snapshot in two steps: while the pickle is being read, the trace entries it streams
+// (pickle::DeviceTraceSink) go to each device's StepSpool; then run() reads the rest of the tree
+// and writes everything.
+class SnapshotImporter final : public pickle::DeviceTraceSink {
  public:
   // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
-  SnapshotImporter(const pickle::Tree& tree, const std::string& file, uint64_t input_bytes)
-      : tree_(tree), file_(file), budget_(2 * input_bytes + 4096) {}
+  SnapshotImporter(const std::string& file, uint64_t input_bytes) : file_(file), budget_(2 * input_bytes + 4096) {}
 
-  void run(TraceSink& sink) {
-    read_snapshot(tree_.root());
+  void take(uint32_t list_index, const pickle::Tree& tree, std::span<const uint32_t> items) override {
+    tree_ = &tree;
+    if (items.empty()) return;
+    Device& dev = device(list_index, "device_traces", Value(&tree, items.front()));
+    for (const uint32_t ref : items) read_entry(list_index, dev.spool.size(), Value(&tree, ref), dev);
+  }
+
+  void run(const pickle::Tree& tree, TraceSink& sink) {
+    tree_ = &tree;
+    read_snapshot(tree.root());
     std::vector<AllocatorState> initial(devices_.size());
     bool starts_mid_run = false;
     for (size_t d = 0; d < devices_.size(); ++d) {
-      initial[d] = rebuild_initial_state(devices_[d].final_state, devices_[d].steps);
+      const StepSpool& spool = devices_[d].spool;
+      initial[d] = rebuild_initial_state(devices_[d].final_state, spool.steps());
+      spool.release_all();
       starts_mid_run |= !initial[d].empty();
-      // The pool hook: each entry's pool, from the final segments' segment_pool_id.
-      devices_[d].pools = assign_pools(devices_[d].final_state, devices_[d].steps);
+      // The pool hook: each entry's pool, from the final segments' segment_pool_id (none to
+      // store when every segment is in the default pool).
+      const auto& segments = devices_[d].final_state.segments;
+      if (std::any_of(segments.begin(), segments.end(), [](const SegmentState& s) { return s.pool != kDefaultPool; })) {
+        devices_[d].pools = assign_pools(devices_[d].final_state, spool.steps());
+        spool.release_all();
+      }
     }
     header_.set_starts_mid_run(starts_mid_run);
     pool_ids_.name_pools(header_);
@@ -119,8 +94,8 @@ class SnapshotImporter {
     stack_ids_.reserve(stacks_.size());
     for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
     for (size_t d = 0; d < devices_.size(); ++d) {
-      const auto& times = devices_[d].times;
-      uint64_t start = times.empty() ? header_.capture_time_ns() : times.front();
+      const StepSpool& spool = devices_[d].spool;
+      uint64_t start = spool.size() == 0 ? header_.capture_time_ns() : spool.time(0);
       // Annotations older than the first kept entry (a ring buffer drops entries, not
       // annotations) come after the rebuilt state: stamp that state no later than them, so that
       // time never goes backwards.
@@ -132,8 +107,10 @@ class SnapshotImporter {
     }
     std::vector<DeviceCursor> cursors;
     cursors.reserve(devices_.size());
-    for (size_t d = 0; d < devices_.size(); ++d)
-      cursors.emplace_back(*this, static_cast<uint32_t>(d), infer_empty_cache(initial[d], devices_[d].steps));
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      cursors.emplace_back(*this, static_cast<uint32_t>(d), infer_empty_cache(initial[d], devices_[d].spool.steps()));
+      devices_[d].spool.release_all();
+    }
     emit_merged(sink, cursors);
     sink.finish();
   }
@@ -142,26 +119,27 @@ class SnapshotImporter {
   // A device's trace is kept in columns, one row per device_traces[d] entry: 36 bytes an entry
   // rather than an Event's 56, which matters for traces of millions of entries.
   struct Device {
-    std::vector<TraceStep> steps;    // oom: address holds device_free; annotation: its metadata index
-    std::vector<uint64_t> times;     // time_ns
-    std::vector<uint32_t> stacks;    // local stack ids (see stacks_), 0 for none
+    explicit Device(const std::string& file) : spool(file) {}
+    // Steps (oom: address holds device_free; annotation: its metadata index), times and local
+    // stack ids (see stacks_, 0 for none).
+    StepSpool spool;
     std::vector<Event> annotations;  // external_annotations of this device, by time
     AllocatorState final_state;      // from `segments`, streams as labels
-    std::vector<uint16_t> pools;     // each entry's pool (pool_assignment.h)
+    std::vector<uint16_t> pools;     // each entry's pool (pool_assignment.h); empty: all default
   };
 
   // The Event of device d's trace entry i.
   Event trace_event(uint32_t d, size_t i) const {
     const Device& dev = devices_[d];
-    const TraceStep& step = dev.steps[i];
+    const TraceStep& step = dev.spool.steps()[i];
     Event e;
     e.kind = step.kind;
     e.device = d;
-    e.time_ns = dev.times[i];
+    e.time_ns = dev.spool.time(i);
     e.stream = streams_.handle(step.stream);
     e.size = step.size;
-    e.stack = dev.stacks[i];
-    e.pool = dev.pools[i];
+    e.stack = dev.spool.stack(i);
+    e.pool = dev.pools.empty() ? kDefaultPool : dev.pools[i];
     if (step.kind == EventKind::oom || step.kind == EventKind::annotation) e.aux = step.address;
     else e.address = step.address;
     return e;
@@ -173,9 +151,9 @@ class SnapshotImporter {
    public:
     DeviceCursor(const SnapshotImporter& importer, uint32_t d, std::vector<size_t> empties)
         : importer_(importer), dev_(importer.devices_[d]), d_(d), empties_(std::move(empties)) {}
-    bool done() const { return next_ == dev_.steps.size() && annotation_ == dev_.annotations.size(); }
+    bool done() const { return next_ == dev_.spool.size() && annotation_ == dev_.annotations.size(); }
     uint64_t time() const {
-      return annotation_first() ? dev_.annotations[annotation_].time_ns : dev_.times[next_];
+      return annotation_first() ? dev_.annotations[annotation_].time_ns : dev_.spool.time(next_);
     }
     Event take() {
       if (annotation_first()) return dev_.annotations[annotation_++];
@@ -184,17 +162,19 @@ class SnapshotImporter {
         Event empty;
         empty.kind = EventKind::empty_cache;
         empty.device = d_;
-        empty.time_ns = dev_.times[next_];
+        empty.time_ns = dev_.spool.time(next_);
         empty.flags = kInferred;
         return empty;
       }
+      if (next_ % kReleaseEvery == 0 && next_ > 0) dev_.spool.release(next_ - kReleaseEvery, next_);
       return importer_.trace_event(d_, next_++);
     }
 
    private:
+    static constexpr size_t kReleaseEvery = size_t{1} << 16;
     bool annotation_first() const {
       return annotation_ < dev_.annotations.size() &&
-             (next_ == dev_.steps.size() || dev_.annotations[annotation_].time_ns < dev_.times[next_]);
+             (next_ == dev_.spool.size() || dev_.annotations[annotation_].time_ns < dev_.spool.time(next_));
     }
     const SnapshotImporter& importer_;
     const Device& dev_;
@@ -225,7 +205,7 @@ class SnapshotImporter {
 
   Device& device(uint64_t index, const std::string& where, Value at) {
     if (index >= kMaxDevices) fail(at, where + ": device index " + std::to_string(index) + " is out of range");
-    if (index >= devices_.size()) devices_.resize(index + 1);
+    while (index >= devices_.size()) devices_.emplace_back(file_);
     return devices_[index];
   }
 
@@ -254,7 +234,8 @@ class SnapshotImporter {
     if (!segments->is(Kind::list)) fail(*segments, "'segments' is not a list");
     read_segments(*segments);
     uint32_t d = 0;
-    for (Value trace : traces->items()) read_trace(d++, trace);
+    for (Value trace : traces->items()) read_trace(d++, trace);  // lists not streamed while unpickling
+    for (Device& dev : devices_) dev.spool.seal();
     if (annotations) read_annotations(*annotations);
     if (settings)
       for (auto& [key, text] : pickle::flatten_dict(*settings))
@@ -262,7 +243,7 @@ class SnapshotImporter {
 
     uint64_t capture = 0;
     for (const Device& dev : devices_) {
-      if (!dev.times.empty()) capture = std::max(capture, dev.times.back());
+      capture = std::max(capture, dev.spool.last_time());
       if (!dev.annotations.empty()) capture = std::max(capture, dev.annotations.back().time_ns);
     }
     header_.set_capture_time_ns(capture);
@@ -385,11 +366,7 @@ class SnapshotImporter {
     if (!list.is(Kind::list)) fail(list, "device_traces[" + std::to_string(d) + "] is not a list");
     charge(list.size(), list);
     Device& dev = devices_[d];
-    dev.steps.reserve(dev.steps.size() + list.size());
-    dev.times.reserve(dev.times.size() + list.size());
-    dev.stacks.reserve(dev.stacks.size() + list.size());
-    uint64_t index = 0;
-    list.for_each_item([&](Value entry) { read_entry(d, index++, entry, dev); });
+    list.for_each_item([&](Value entry) { read_entry(d, dev.spool.size(), entry, dev); });
   }
 
   // The fields of one trace entry, found in one pass over its pairs.
@@ -404,7 +381,7 @@ class SnapshotImporter {
                                                        const EntryFields& e) const {
     const std::string name = field_name(f);
     if (!e.has(f)) fail_entry(d, index, "missing key '" + name + "'");
-    const Value v(&tree_, e.ref[static_cast<size_t>(f)]);
+    const Value v(tree_, e.ref[static_cast<size_t>(f)]);
     if (const auto n = v.int_value()) fail_entry(d, index, "'" + name + "' is out of range (" + std::to_string(*n) + ")");
     fail_entry(d, index, "'" + name + "' is a " + std::string(kind_name(v.kind())) + ", expected an int");
   }
@@ -417,7 +394,7 @@ class SnapshotImporter {
   [[gnu::always_inline]] uint64_t field_number(const EntryFields& fields, Field f, uint64_t max, uint32_t d,
                                                uint64_t index) const {
     if (!fields.has(f)) bad_field(d, index, f, fields);
-    const std::optional<int64_t> n = Value(&tree_, fields.ref[static_cast<size_t>(f)]).int_value();
+    const std::optional<int64_t> n = Value(tree_, fields.ref[static_cast<size_t>(f)]).int_value();
     if (!n || *n < 0 || static_cast<uint64_t>(*n) > max) bad_field(d, index, f, fields);
     return static_cast<uint64_t>(*n);
   }
@@ -443,7 +420,7 @@ class SnapshotImporter {
       });
       shape_.seen = fields.seen;
     }
-    auto value = [&](Field f) { return Value(&tree_, fields.ref[static_cast<size_t>(f)]); };
+    auto value = [&](Field f) { return Value(tree_, fields.ref[static_cast<size_t>(f)]); };
     auto number = [&](Field f, uint64_t max = INT64_MAX) { return field_number(fields, f, max, d, index); };
 
     if (!fields.has(Field::action)) bad_field(d, index, Field::action, fields);
@@ -490,9 +467,7 @@ class SnapshotImporter {
       auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
       stack = local_stack(value(Field::frames), bad);
     }
-    out.steps.push_back(step);
-    out.times.push_back(time_ns);
-    out.stacks.push_back(stack);
+    out.spool.push(step, time_ns, stack);
   }
 
   // The 1-based index in stacks_ of a frames list (0 for none), shared by aliased lists.
@@ -594,7 +569,7 @@ class SnapshotImporter {
     }
   }
 
-  const pickle::Tree& tree_;
+  const pickle::Tree* tree_ = nullptr;  // while unpickling, the tree being built
   const std::string& file_;
   proto::TraceHeader header_;
   PoolIds pool_ids_;  // segment_pool_id pairs -> the pool ids events carry
@@ -619,14 +594,18 @@ class SnapshotImporter {
 }  // namespace
 
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
-                                    TraceSink& sink) {
-  const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file);
-  SnapshotImporter(tree, source_file, pickle_bytes.size()).run(sink);
+                                    TraceSink& sink, const std::function<void(uint64_t)>& progress) {
+  SnapshotImporter importer(source_file, pickle_bytes.size());
+  pickle::UnpickleOptions options;
+  options.device_traces = &importer;
+  options.progress = progress;
+  const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file, options);
+  importer.run(tree, sink);
 }
 
 void import_pytorch_snapshot(const std::string& path, TraceSink& sink) {
-  const std::string bytes = read_decompressed(path);
-  import_pytorch_snapshot_pickle(bytes, path, sink);
+  const InputBytes bytes(path);
+  import_pytorch_snapshot_pickle(bytes.view(), path, sink, [&](uint64_t offset) { bytes.release_before(offset); });
 }
 
 }  // namespace memreplay

@@ -29,6 +29,7 @@
 // snapshot is checked before the sink sees anything; sink.finish() is called at the end.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,9 +40,12 @@ namespace memreplay {
 // Reads (and decompresses) the snapshot at `path` and writes it to `sink`: begin, events, finish.
 void import_pytorch_snapshot(const std::string& path, TraceSink& sink);
 
-// The same from the pickle bytes already in memory; `source_file` names them in the header and
-// in error messages.
+// The same from the pickle bytes already in memory (or mapped); `source_file` names them in the
+// header and in error messages. The trace entries are streamed out of the pickle as it is read
+// (pickle::DeviceTraceSink) into scratch files past a million entries (step_spool.h), so memory
+// follows the snapshot's segments and stacks, not its length; `progress` is told how far the
+// reading has come (InputBytes::release_before).
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
-                                    TraceSink& sink);
+                                    TraceSink& sink, const std::function<void(uint64_t)>& progress = {});
 
 }  // namespace memreplay

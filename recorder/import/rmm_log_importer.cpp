@@ -120,12 +120,14 @@ class RmmLogReader {
 
   void run() {
     std::string_view line;
-    if (!next_line(line))
-      fail(1, "empty file: expected an RMM log header 'Thread,Time,Action,Pointer,Size,Stream'");
+    if (!next_line(line)) {
+      line_number_ = 1;
+      fail({}, "empty file: expected an RMM log header 'Thread,Time,Action,Pointer,Size,Stream'");
+    }
     columns_ = parse_header(line);
     header_width_ = split_commas(line).size();
     if (!columns_[kAction] || !columns_[kPointer] || !columns_[kSize])
-      fail(line_number_, "not an RMM log header (needs Action, Pointer and Size columns): '" +
+      fail({}, "not an RMM log header (needs Action, Pointer and Size columns): '" +
                              std::string(line.substr(0, 80)) + "'");
 
     proto::TraceHeader header;
@@ -139,8 +141,13 @@ class RmmLogReader {
   }
 
  private:
-  [[noreturn]] void fail(uint64_t line, const std::string& what) const {
-    throw InputError(file_ + ": line " + std::to_string(line) + ": " + what);
+  // Errors name the line and the byte offset in the (decompressed) log of the text at fault:
+  // `at` is a piece of the current line, or empty for the line as a whole.
+  [[noreturn]] void fail(std::string_view at, const std::string& what) const {
+    const bool inside = at.data() >= csv_.data() && at.data() <= csv_.data() + csv_.size();
+    const auto offset = static_cast<uint64_t>(inside ? at.data() - csv_.data() : line_start_);
+    throw InputError(file_ + ": line " + std::to_string(line_number_) + ", byte " + std::to_string(offset) +
+                     ": " + what);
   }
 
   bool next_line(std::string_view& line) {
@@ -149,6 +156,7 @@ class RmmLogReader {
     const size_t end = nl == std::string_view::npos ? csv_.size() : nl;
     line = csv_.substr(pos_, end - pos_);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line_start_ = pos_;
     pos_ = end + 1;
     ++line_number_;
     return true;
@@ -157,7 +165,7 @@ class RmmLogReader {
   void read_row(std::string_view line) {
     const auto fields = split_commas(line);
     if (fields.size() != header_width_)
-      fail(line_number_, "expected " + std::to_string(header_width_) + " comma-separated fields, found " +
+      fail({}, "expected " + std::to_string(header_width_) + " comma-separated fields, found " +
                              std::to_string(fields.size()));
     auto field = [&](Column c) { return columns_[c] ? fields[*columns_[c]] : std::string_view(); };
 
@@ -167,16 +175,16 @@ class RmmLogReader {
     else if (action == "free") e.kind = EventKind::free_requested;
     else if (action == "allocate failure") e.kind = EventKind::oom, e.flags = kFailed;
     else
-      fail(line_number_, "unknown action '" + std::string(action.substr(0, 40)) +
+      fail(action, "unknown action '" + std::string(action.substr(0, 40)) +
                              "' (expected allocate, free or allocate failure)");
 
     const auto pointer = parse_pointer(field(kPointer));
-    if (!pointer) fail(line_number_, "bad pointer '" + std::string(field(kPointer).substr(0, 40)) + "'");
+    if (!pointer) fail(field(kPointer), "bad pointer '" + std::string(field(kPointer).substr(0, 40)) + "'");
     const auto size = parse_unsigned(field(kSize), 10);
-    if (!size) fail(line_number_, "bad size '" + std::string(field(kSize).substr(0, 40)) + "'");
+    if (!size) fail(field(kSize), "bad size '" + std::string(field(kSize).substr(0, 40)) + "'");
     if (columns_[kStream]) {
       const auto stream = parse_stream(field(kStream));
-      if (!stream) fail(line_number_, "bad stream '" + std::string(field(kStream).substr(0, 40)) + "'");
+      if (!stream) fail(field(kStream), "bad stream '" + std::string(field(kStream).substr(0, 40)) + "'");
       e.stream = *stream;
     }
     if (columns_[kTime]) e.time_ns = wall_time(field(kTime));
@@ -194,7 +202,7 @@ class RmmLogReader {
   uint64_t wall_time(std::string_view text) {
     const auto t = parse_time(text);
     if (!t)
-      fail(line_number_,
+      fail(text,
            "bad time '" + std::string(text.substr(0, 40)) + "' (expected HH:MM:SS.ffffff or seconds)");
     uint64_t time = *t + day_offset_;
     if (time + kNsPerDay / 2 < last_time_) {  // the clock went back by more than 12 h: a new day
@@ -210,6 +218,7 @@ class RmmLogReader {
   TraceSink& sink_;
   size_t pos_ = 0;
   uint64_t line_number_ = 0;
+  size_t line_start_ = 0;  // byte offset of the current line
   ColumnIndex columns_;
   size_t header_width_ = 0;
   uint64_t day_offset_ = 0;

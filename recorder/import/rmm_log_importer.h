@@ -19,7 +19,8 @@
 //   number of seconds. A missing Time column gives time 0.
 // - Header: source "rmm-log", source_file, one device; capture time unknown (0).
 //
-// Rows are streamed to the sink; a bad row throws InputError "FILE: line N: ..." (the sink then
+// Rows are streamed to the sink; a bad row throws InputError "FILE: line N, byte B: ..." (B: the
+// offset of the field at fault, or of the line, in the decompressed log; the sink then
 // never sees finish(), so a TraceWriter leaves no file). sink.finish() is called at the end.
 #pragma once
 

@@ -25,8 +25,7 @@ struct sigaction previous[std::size(kSignals)];
 std::once_flag installed;
 
 void on_signal(int signal) {
-  for (Slot& slot : slots)
-    if (slot.state.load(std::memory_order_acquire) == kArmed) ::unlink(slot.path);
+  remove_guarded_files();
   // Die of the signal as the process would have without us (its exit status says so).
   for (size_t i = 0; i < std::size(kSignals); ++i)
     if (kSignals[i] == signal) ::sigaction(signal, &previous[i], nullptr);
@@ -46,6 +45,11 @@ void install() {
 }
 
 }  // namespace
+
+void remove_guarded_files() noexcept {
+  for (Slot& slot : slots)
+    if (slot.state.load(std::memory_order_acquire) == kArmed) ::unlink(slot.path);
+}
 
 TempFileGuard::TempFileGuard(const std::string& path) {
   if (path.size() >= sizeof slots[0].path) return;

@@ -31,4 +31,8 @@ class TempFileGuard {
   int slot_ = -1;
 };
 
+// Unlinks every guarded file now; async-signal-safe (for other fatal-signal handlers, such as
+// the SIGBUS one of scratch_file.h).
+void remove_guarded_files() noexcept;
+
 }  // namespace memreplay

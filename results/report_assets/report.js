@@ -41,56 +41,73 @@
     return t;
   }
 
-  // A packed series (results/report_data.h, encode_series): base64 of zlib of LEB128 varints, each
-  // zigzag(delta) * 2 + run, followed by the repeat count when run is 1. `length`: values it holds.
-  function decode(b64, length) {
+  // A packed chunk (results/report_series.h, encode_series): base64 of zlib of LEB128 varints, each
+  // zigzag(delta) * 2 + run, followed by the repeat count when run is 1.
+  function decode(b64) {
     const bin = atob(b64);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     const raw = fflate.unzlibSync(bytes);
-    const out = new Float64Array(length);
+    let out = new Float64Array(1024);
     let n = 0, acc = 0, i = 0;
     const next = () => {
       let v = 0, scale = 1, b;
       do { b = raw[i++]; v += (b & 0x7f) * scale; scale *= 128; } while (b & 0x80);
       return v;
     };
-    while (i < raw.length && n < length) {
+    while (i < raw.length) {
       const v = next(), run = v % 2, zz = (v - run) / 2;
       const delta = zz % 2 === 1 ? -(zz + 1) / 2 : zz / 2;
       const times = run ? next() + 1 : 1;
-      for (let k = 0; k < times && n < length; k++) { acc += delta; out[n++] = acc; }
+      if (n + times > out.length) { const grown = new Float64Array(Math.max(out.length * 2, n + times)); grown.set(out); out = grown; }
+      for (let k = 0; k < times; k++) { acc += delta; out[n++] = acc; }
     }
     return out.subarray(0, n);
   }
 
-  // Min/max pyramid over one series: level L buckets 4^L points. Zoomed out, a range is drawn from
-  // the level with at most ~2 buckets per pixel; zoomed in, from the points themselves.
-  function pyramid(values) {
-    const levels = [{ min: values, max: values }];
-    let prev = levels[0];
-    while (prev.min.length > 2048) {
-      const n = Math.ceil(prev.min.length / 4);
-      const min = new Float64Array(n), max = new Float64Array(n);
-      for (let j = 0; j < n; j++) {
-        let lo = Infinity, hi = -Infinity;
-        for (let i = j * 4; i < Math.min(j * 4 + 4, prev.min.length); i++) {
-          if (prev.min[i] < lo) lo = prev.min[i];
-          if (prev.max[i] > hi) hi = prev.max[i];
-        }
-        min[j] = lo; max[j] = hi;
-      }
-      prev = { min, max };
-      levels.push(prev);
-    }
-    return levels;
+  // Decoded chunks, most recently used last; old ones are dropped so memory stays bounded at any
+  // trace length (a chunk decodes in about a millisecond).
+  const chunkCache = new Map();
+  const kCachedChunks = 256;
+  function cached(key, make) {
+    let v = chunkCache.get(key);
+    if (v) { chunkCache.delete(key); chunkCache.set(key, v); return v; }
+    v = make();
+    chunkCache.set(key, v);
+    if (chunkCache.size > kCachedChunks) chunkCache.delete(chunkCache.keys().next().value);
+    return v;
   }
 
-  function lowerBound(xs, v) {
-    let lo = 0, hi = xs.length;
-    while (lo < hi) { const m = (lo + hi) >> 1; if (xs[m] < v) lo = m + 1; else hi = m; }
-    return lo;
+  // One series at every level (results/report_series.h): level 0 exact values, level k the
+  // min/max of buckets of factor^k events. `plus`: a series whose level-0 values are added to this
+  // one's (allocated is packed as its excess over requested).
+  function LevelSeries(id, packed, plus) {
+    this.id = id; this.packed = packed; this.plus = plus; this.n = packed.n;
   }
+  LevelSeries.prototype.chunk = function (level, c) {
+    return cached(this.id + "/" + level + "/" + c, () => {
+      const p = this.packed.levels[level][c];
+      if (level > 0) return { min: decode(p.min), max: decode(p.max) };
+      const v = decode(p);
+      if (this.plus) { const base = this.plus.chunk(0, c).min; for (let k = 0; k < v.length; k++) v[k] += base[k]; }
+      return { min: v, max: v };
+    });
+  };
+  // [min, max] over entries [j0, j1) of `level`, or null past the series' end.
+  LevelSeries.prototype.range = function (level, j0, j1, chunk) {
+    let lo = Infinity, hi = -Infinity;
+    for (let j = j0; j < j1; ) {
+      const c = Math.floor(j / chunk), part = this.packed.levels[level][c];
+      if (part === undefined) break;
+      const v = this.chunk(level, c), end = Math.min(j1, (c + 1) * chunk);
+      for (let k = j - c * chunk; k < end - c * chunk && k < v.min.length; k++) {
+        if (v.min[k] < lo) lo = v.min[k];
+        if (v.max[k] > hi) hi = v.max[k];
+      }
+      j = end;
+    }
+    return lo === Infinity ? null : [lo, hi];
+  };
 
   const data = JSON.parse(document.getElementById("memreplay-data").textContent);
   const policies = data.policies;
@@ -98,8 +115,7 @@
 
   document.getElementById("title").textContent = "memreplay report: " + data.trace;
   document.getElementById("subtitle").textContent =
-    policies.length + " policies, " + data.series.points.toLocaleString() + " timeline points" +
-    (data.series.bucket_events > 1 ? " (each the maximum of " + data.series.bucket_events + " events)" : "") +
+    policies.length + " policies, " + data.series.points.toLocaleString() + " replayed events" +
     (data.capacity ? ", capacity " + fmtBytes(data.capacity) : "") + (data.complete ? "" : " — INCOMPLETE TRACE");
 
   // ---- advice ----
@@ -155,42 +171,51 @@
   // ---- timeline ----
   let timelineInk = 0;
   function drawTimeline() {
-    const n = data.series.points;
-    const xs = decode(data.series.x, n);
-    const times = decode(data.series.time_ns, n);
-    const series = [{ label: "requested", values: decode(data.series.requested, n), stroke: "#868e96", dash: [] }];
+    // Entry i of every series is replayed event x0 + i.
+    const n = data.series.points, chunk = data.series.chunk, factor = data.series.level_factor, x0 = data.series.first_event;
+    const requested = new LevelSeries("requested", data.series.requested, null);
+    const series = [{ label: "requested", values: requested, stroke: "#868e96", dash: [] }];
     policies.forEach((p, i) => {
       const c = colours[i % colours.length];
-      const allocated = decode(p.allocated_over_requested, p.points), requested = series[0].values;
-      for (let k = 0; k < allocated.length; k++) allocated[k] += requested[k];
-      series.push({ label: p.policy + " reserved", values: decode(p.reserved, p.points), stroke: c, dash: [] });
-      series.push({ label: p.policy + " allocated", values: allocated, stroke: c, dash: [6, 4] });
+      series.push({ label: p.policy + " reserved", values: new LevelSeries("r" + i, p.reserved, null), stroke: c, dash: [] });
+      series.push({ label: p.policy + " allocated", values: new LevelSeries("a" + i, p.allocated, requested), stroke: c, dash: [6, 4] });
     });
-    for (const s of series) s.levels = pyramid(s.values);
-    const full = { min: xs[0], max: xs[xs.length - 1] };
+    const levels = data.series.requested.levels.length;
+    const full = { min: x0, max: x0 + Math.max(1, n - 1) };
     const container = document.getElementById("timeline-chart");
     const width = Math.max(600, (container.clientWidth || document.documentElement.clientWidth || 1200) - 8);
+    const timeAt = (i) => {
+      const c = Math.floor(i / chunk), part = data.series.time_ns[c];
+      return part === undefined ? null : cached("t/" + c, () => ({ min: decode(part) })).min[i - c * chunk];
+    };
 
+    // The points to draw for events [min, max] on `pixels` pixels: every event when they are few
+    // (exact values), otherwise the coarsest level that still has several buckets per pixel,
+    // grouped to about one per pixel, each drawn as its maximum then its minimum.
     function window_(min, max, pixels) {
-      const i0 = Math.max(0, lowerBound(xs, min) - 1), i1 = Math.min(xs.length, lowerBound(xs, max) + 1);
-      const count = i1 - i0;
-      let level = 0, step = 1;
-      while (count / step > 2 * pixels && level + 1 < series[0].levels.length) { level++; step *= 4; }
+      const i0 = Math.max(0, Math.floor(min - x0) - 1), i1 = Math.min(n, Math.ceil(max - x0) + 2);
+      let level = 0, bucket = 1;
+      while ((i1 - i0) / bucket > 4 * pixels && level + 1 < levels) { level++; bucket *= factor; }
       const out = [[]].concat(series.map(() => []));
       if (level === 0) {
         for (let i = i0; i < i1; i++) {
-          out[0].push(xs[i]);
-          series.forEach((s, k) => out[k + 1].push(i < s.values.length ? s.values[i] : null));
+          out[0].push(x0 + i);
+          series.forEach((s, k) => {
+            if (i >= s.values.n) { out[k + 1].push(null); return; }
+            const c = Math.floor(i / chunk);
+            out[k + 1].push(s.values.chunk(0, c).min[i - c * chunk]);
+          });
         }
         return out;
       }
-      for (let j = Math.floor(i0 / step); j * step < i1; j++) {
-        const a = j * step, b = Math.min(xs.length - 1, a + step - 1);
-        out[0].push(xs[a], (xs[a] + xs[b]) / 2);
+      const j0 = Math.floor(i0 / bucket), j1 = Math.ceil(i1 / bucket);
+      const group = Math.max(1, Math.floor((j1 - j0) / pixels));
+      for (let j = j0; j < j1; j += group) {
+        const a = j * bucket;
+        out[0].push(x0 + a, x0 + a + (group * bucket) / 2);
         series.forEach((s, k) => {
-          const lv = s.levels[level];
-          const ok = j < lv.max.length && a < s.values.length;
-          out[k + 1].push(ok ? lv.max[j] : null, ok ? lv.min[j] : null);
+          const r = s.values.range(level, j, Math.min(j1, j + group), chunk);
+          out[k + 1].push(r ? r[1] : null, r ? r[0] : null);
         });
       }
       return out;
@@ -208,8 +233,8 @@
         label: "event",
         value: (u, v) => {
           if (v == null) return "";
-          const i = Math.min(times.length - 1, lowerBound(xs, v));
-          return Math.round(v).toLocaleString() + " (" + (times[i] / 1e6).toFixed(1) + " ms)";
+          const t = timeAt(Math.max(0, Math.min(n - 1, Math.round(v) - x0)));
+          return Math.round(v).toLocaleString() + (t == null ? "" : " (" + (t / 1e6).toFixed(1) + " ms)");
         },
       }].concat(series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.5, value: (u, v) => fmtBytes(v), spanGaps: false }))),
       cursor: { drag: { x: true, y: false } },
@@ -228,14 +253,23 @@
     // uPlot draws in a microtask: the draw hook counts the ink (evidence for the headless test that
     // lines were drawn) and marks the page finished.
     opts.hooks.draw = [(u) => {
+      // First paint: the chart is drawn (the browser shows it when this task ends); the ink count
+      // below is the test's evidence, not part of the page's work.
+      const drawnMs = performance.now().toFixed(0);
       // Opaque pixels inside the plot area: the series' lines (the grid is drawn nearly transparent).
       const b = u.bbox, img = u.ctx.getImageData(b.left, b.top, Math.max(1, b.width), Math.max(1, b.height)).data;
       timelineInk = 0;
       for (let i = 3; i < img.length; i += 4) if (img[i] > 200) timelineInk++;
       document.body.dataset.timelineInk = String(timelineInk);
       document.body.dataset.timelineShown = u.data[0].length + " " + u.scales.x.min + " " + u.scales.x.max;
+      // #probe=EVENT: the values drawn at that event, for the test that zoomed values are exact.
+      const probe = /probe=(\d+)/.exec(location.hash);
+      if (probe) {
+        const at = u.data[0].indexOf(Number(probe[1]));
+        document.body.dataset.timelineProbe = at < 0 ? "none" : u.data.slice(1).map((d) => d[at] == null ? "-" : String(d[at])).join(" ");
+      }
       if (document.body.dataset.state === "drawing") {
-        document.body.dataset.drawnMs = performance.now().toFixed(0);
+        document.body.dataset.drawnMs = drawnMs;
         document.body.dataset.state = timelineInk > 0 ? "drawn" : "empty";
       }
     }];
@@ -357,6 +391,7 @@
     drawSegmentControls();
     stage("segments");
     drawStacks();
+    stage("stacks");
     document.body.dataset.stages = stages.join(" ");
     applyView();
     document.body.dataset.state = "drawing";  // the timeline's draw hook finishes it

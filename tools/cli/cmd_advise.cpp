@@ -2,8 +2,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
 #include "results/advice.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -29,13 +27,8 @@ struct AdviseOptions {
 };
 
 void advise(const AdviseOptions& options) {
-  {
-    TraceReader reader(options.replay.trace_path);
-    if (!reader.complete() && !options.allow_incomplete)
-      throw InputError(options.replay.trace_path + ": the trace is incomplete (" +
-                       reader.truncation_note().value_or("no footer") +
-                       "); advice from part of a run would mislead (--allow-incomplete to advise anyway)");
-  }
+  refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
+                          "advice from part of a run would mislead (--allow-incomplete to advise anyway)");
   warn_before_replay(options.replay);
   const results::Advice advice = results::advise(options.replay, options.replay.policy_spec, !options.no_fit);
   warn_after_replay(options.replay, advice.current.metrics);

@@ -88,10 +88,9 @@ void compare(const CompareOptions& options) {
 
 void add_compare_command(CLI::App& app) {
   auto [command, options] = add_command<CompareOptions>(app, "compare", kHelp, compare);
-  add_replay_options(command, options.replay);
-  command.add_option("--policy", options.policies,
-                     "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy");
-  add_json_option(command, options.json, "all metrics");
+  add_policy_list_options(command, options.replay, options.policies,
+                          "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy",
+                          options.json, "all metrics");
 }
 
 }  // namespace memreplay::cli

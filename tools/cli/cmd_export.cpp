@@ -1,13 +1,12 @@
 // memreplay export TRACE --to memory-viz|perfetto -o FILE: the trace in the viewers people use.
 #include <cstdio>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
 #include "results/memory_viz_export.h"
 #include "results/perfetto_export.h"
 #include "results/replay_batch.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_options.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -16,7 +15,8 @@ namespace {
 constexpr const char* kHelp =
     "Export a trace to the viewers people already use.\n"
     "  --to memory-viz: a PyTorch memory snapshot pickle, for pytorch.org/memory_viz and torch.cuda._memory_viz "
-    "(needs a trace with segment events: imported from a snapshot or recorded with memreplay.torch)\n"
+    "(a trace without segment events, such as an RMM log or an interposer trace, gets the segments of a replay "
+    "under --policy, default pytorch, and says so)\n"
     "  --to perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): counter tracks of reserved, "
     "allocated and requested bytes per --policy, and every allocation as a slice\n"
     "  memreplay export run.mrt --to memory-viz -o snap.pickle\n"
@@ -32,19 +32,21 @@ struct ExportOptions {
 };
 
 void export_trace(const ExportOptions& options) {
-  {
-    TraceReader reader(options.trace);
-    if (!reader.complete() && !options.allow_incomplete)
-      throw InputError(options.trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
-                       "); --allow-incomplete to export what it holds");
-  }
+  refuse_incomplete_trace(options.trace, options.allow_incomplete, "--allow-incomplete to export what it holds");
   if (options.to == "memory-viz") {
-    if (!options.policies.empty()) warn("--policy is not used by --to memory-viz (it exports the trace's own state)");
-    const auto out = results::export_memory_viz(options.trace, options.trace_device);
+    const std::string policy = options.policies.empty() ? "pytorch" : options.policies.front();
+    if (options.policies.size() > 1) warn("--to memory-viz lays segments out under one policy: " + policy);
+    const auto out = results::export_memory_viz(options.trace, options.trace_device, policy);
+    if (out.segments_replayed_under.empty() && !options.policies.empty())
+      warn("--policy is not used: the trace has segment events of its own, exported as they are");
     write_file_atomically(options.output, out.pickle);
     std::printf("%s: %llu trace entries and %llu segments written to %s\n", options.trace.c_str(),
                 static_cast<unsigned long long>(out.entries), static_cast<unsigned long long>(out.segments),
                 options.output.c_str());
+    if (!out.segments_replayed_under.empty())
+      std::printf("  the trace has no segment events: segments, block addresses and block sizes are those of a "
+                  "replay under %s\n",
+                  out.segments_replayed_under.c_str());
     return;
   }
   ReplayOptions base;
@@ -68,7 +70,9 @@ void add_export_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"memory-viz", "perfetto"}));
   command.add_option("-o,--output", options.output, "file to write")->required();
-  command.add_option("--policy", options.policies, "perfetto: a policy whose counters to add (repeat; default pytorch)");
+  command.add_option("--policy", options.policies,
+                     "perfetto: a policy whose counters to add (repeat; default pytorch); memory-viz: the policy whose "
+                     "replay lays out the segments of a trace that has none (default pytorch)");
   command.add_option("--trace-device", options.trace_device, "which recorded device (default 0)");
   command.add_flag("--allow-incomplete", options.allow_incomplete, "export a trace that has no footer");
 }

@@ -1,6 +1,8 @@
 // memreplay fit TRACE --policy SPEC...: the smallest GPU this run fits on, or, with --capacity,
 // whether it fits there and, if not, which allocation fails first and from which stack.
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
@@ -43,9 +45,12 @@ struct FitOptions {
   std::string json;
 };
 
-nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& all_fit) {
+// `warning`: set to the incomplete-trace warning if there is one (printed once per command, not
+// once per policy).
+nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& all_fit,
+                               std::optional<std::string>& warning) {
   const ReplayMetrics m = run_replay(replay);
-  if (const auto warning = incomplete_warning(replay.trace_path, m)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
+  if (!warning) warning = incomplete_warning(replay.trace_path, m);
   const nlohmann::json result = {{"policy", replay.policy_spec}, {"complete", m.complete}, {"capacity", *replay.capacity},
                                  {"fits", !m.oom_at_event}, {"oom", describe_oom(m, replay.trace_path)},
                                  {"metrics", to_json(m)}};
@@ -65,21 +70,19 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
   return result;
 }
 
-nlohmann::json search(const ReplayOptions& replay, uint64_t resolution, int grid, bool print) {
+nlohmann::json search(const ReplayOptions& replay, uint64_t resolution, int grid, bool print,
+                      std::optional<std::string>& warning) {
   const results::FitScan scan = results::scan_min_capacity(replay, resolution, grid);
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
-  if (const auto warning = incomplete_warning(replay.trace_path, scan.uncapped)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
-  const nlohmann::json result = {{"policy", replay.policy_spec},
-                                 {"complete", scan.uncapped.complete},
-                                 {"min_fit_bytes", scan.smallest_fit_bytes},
-                                 {"fits_above_bytes", scan.fits_above_bytes},
-                                 {"max_fail_bytes", scan.largest_fail_bytes},
-                                 {"monotonic", scan.monotonic},
-                                 {"resolution_bytes", scan.resolution_bytes},
-                                 {"replays", scan.replays},
-                                 {"probes", probes},
-                                 {"uncapped", to_json(scan.uncapped)}};
+  if (!warning) warning = incomplete_warning(replay.trace_path, scan.uncapped);
+  // The capacities first (what a script reads), then how they were found.
+  const nlohmann::json result = {
+      {"policy", replay.policy_spec},           {"complete", scan.uncapped.complete},
+      {"min_fit_bytes", scan.smallest_fit_bytes}, {"fits_above_bytes", scan.fits_above_bytes},
+      {"max_fail_bytes", scan.largest_fail_bytes}, {"monotonic", scan.monotonic},
+      {"resolution_bytes", scan.resolution_bytes}, {"replays", scan.replays},
+      {"probes", probes},                        {"uncapped", to_json(scan.uncapped)}};
   if (!print) return result;
   if (scan.monotonic)
     std::printf("%s fits in %s (%llu bytes; fails at %s; %llu replays). Uncapped reserved peak: %s\n",
@@ -105,13 +108,15 @@ void fit(const FitOptions& options) {
   const uint64_t resolution = parse_bytes(options.resolution, "--resolution");
   nlohmann::json results = nlohmann::json::array();
   bool all_fit = true;
+  std::optional<std::string> warning;
   for (const auto& spec : policies) {
     ReplayOptions replay = options.replay;
     replay.policy_spec = spec;
     warn_before_replay(replay);
-    results.push_back(replay.capacity ? fit_at_capacity(replay, print, all_fit)
-                                      : search(replay, resolution, options.grid, print));
+    results.push_back(replay.capacity ? fit_at_capacity(replay, print, all_fit, warning)
+                                      : search(replay, resolution, options.grid, print, warning));
   }
+  if (warning) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
   if (!options.json.empty()) {
     // One policy: its object, as before; several: {"results": [...]}.
     nlohmann::json out = results.size() == 1 ? results[0] : nlohmann::json{{"results", results}};

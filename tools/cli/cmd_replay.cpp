@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kHelp =
     "Replay a trace against one allocator policy and report reserved/allocated peaks, "
-    "fragmentation, device calls and OOMs.\n"
+    "fragmentation, device calls and OOMs. Exit 0 when it replays without running out of memory, 1 when it runs "
+    "out (under --capacity or the device's memory; the numbers stop there unless --keep-going), 2 for bad input.\n"
     "  memreplay replay run.mrt --policy 'pytorch:expandable_segments:True' --capacity 80GiB --json out.json";
 
 struct ReplayCommandOptions {
@@ -35,6 +36,8 @@ void replay(const ReplayCommandOptions& options) {
                 static_cast<unsigned long long>(*m.oom_at_event),
                 static_cast<unsigned long long>(*m.oom_trace_event), format_bytes(*m.oom_request_bytes).c_str());
   if (!options.json.empty()) write_json(to_json(m), options.json);
+  // A CI step that replays under --capacity fails when the job would not fit (as `fit --capacity`).
+  if (m.oom_at_event) command_exit_status = 1;
 }
 
 }  // namespace

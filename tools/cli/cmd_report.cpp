@@ -2,8 +2,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
 #include "results/report_data.h"
 #include "results/report_html.h"
 #include "tools/cli/command.h"
@@ -30,13 +28,8 @@ struct ReportOptions {
 };
 
 void report(const ReportOptions& options) {
-  {
-    TraceReader reader(options.replay.trace_path);
-    if (!reader.complete() && !options.allow_incomplete)
-      throw InputError(options.replay.trace_path + ": the trace is incomplete (" +
-                       reader.truncation_note().value_or("no footer") +
-                       "); no report written (--allow-incomplete to draw what it holds)");
-  }
+  refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
+                          "no report written (--allow-incomplete to draw what it holds)");
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies = {"pytorch", "pytorch:expandable_segments:True"};
   for (const auto& spec : policies) {
@@ -57,13 +50,12 @@ void report(const ReportOptions& options) {
 
 void add_report_command(CLI::App& app) {
   auto [command, options] = add_command<ReportOptions>(app, "report", kHelp, report);
-  add_replay_options(command, options.replay);
-  command.add_option("--policy", options.policies,
-                     "a policy to draw (repeat; the first is the current setting the advice starts from; default "
-                     "pytorch and pytorch:expandable_segments:True)");
+  add_policy_list_options(command, options.replay, options.policies,
+                          "a policy to draw (repeat; the first is the current setting the advice starts from; default "
+                          "pytorch and pytorch:expandable_segments:True)",
+                          options.json, "the report's data");
   command.add_option("-o,--output", options.output, "the HTML file to write")->required();
   command.add_flag("--allow-incomplete", options.allow_incomplete, "draw a trace that has no footer");
-  add_json_option(command, options.json, "the report's data");
 }
 
 }  // namespace memreplay::cli

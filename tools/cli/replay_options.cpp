@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "proto/input_error.h"
+#include "proto/trace_reader.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
 
@@ -23,6 +25,21 @@ void add_replay_options(CLI::App& command, ReplayOptions& options) {
   command.add_flag("--keep-going", options.continue_after_oom, "do not stop at the first OOM; count them all");
   command.add_flag("--time-operations", options.time_operations,
                    "time every allocate/free: p50/p90/p99/max, served from cache vs needing a device call");
+}
+
+void add_policy_list_options(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
+                             const std::string& policy_help, std::string& json, const std::string& json_what) {
+  add_replay_options(command, replay);
+  command.add_option("--policy", policies, policy_help);
+  add_json_option(command, json, json_what);
+}
+
+void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {
+  if (allowed) return;
+  TraceReader reader(trace);
+  if (!reader.complete())
+    throw InputError(trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") + "); " +
+                     consequence);
 }
 
 void warn_before_replay(const ReplayOptions& options) {
