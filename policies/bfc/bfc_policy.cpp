@@ -55,10 +55,10 @@ class BfcPolicy final : public Policy {
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
     const uint64_t rounded = (bytes + kMinAllocation - 1) / kMinAllocation * kMinAllocation;
-    auto address = regions_.allocate(rounded);
-    if (!address && extend(rounded)) address = regions_.allocate(rounded);
-    if (!address) return std::nullopt;
-    return Block{*address, regions_.chunk_size(*address)};
+    auto chunk = regions_.allocate(rounded);
+    if (!chunk && extend(rounded)) chunk = regions_.allocate(rounded);
+    if (!chunk) return std::nullopt;
+    return Block{chunk->address, chunk->size};
   }
 
   bool extend(uint64_t rounded) {

@@ -71,14 +71,16 @@ class MemreplayPolicy final : public Policy {
       }
       extend = after < limit ? limit - after : 0;  // growth: map up to the budget in this one call
     }
-    if (!arena_.take(placement->address, size, extend)) {
+    suballoc::Range* range = arena_.take(*placement, size, extend);
+    if (range == nullptr) {
       arena_.reclaim(UINT64_MAX, placement->address, size);
-      if (!arena_.take(placement->address, size)) {
+      range = arena_.take(*placement, size);
+      if (range == nullptr) {
         live_requested_ -= bytes;
         return std::nullopt;
       }
     }
-    live_.emplace(placement->address, LiveBlock{size, bytes});
+    live_.emplace(placement->address, LiveBlock{range, bytes});
     return Block{placement->address, size};
   }
 
@@ -93,7 +95,7 @@ class MemreplayPolicy final : public Policy {
   bool do_free(uint64_t address, StreamId) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
-    arena_.give_back(address, node.mapped().size);
+    arena_.give_back(node.mapped().range);
     live_requested_ -= node.mapped().requested;
     return true;
   }
@@ -103,8 +105,8 @@ class MemreplayPolicy final : public Policy {
   Device& device_;
   detail::VmmArena arena_;
   struct LiveBlock {
-    uint64_t size;       // rounded
-    uint64_t requested;  // as asked
+    suballoc::Range* range;  // in the arena: its rounded size
+    uint64_t requested;         // as asked
   };
   absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;

@@ -18,7 +18,7 @@ bool VmmArena::ensure_reserved() {
   if (base_) return true;
   base_ = device_.reserve_address(va_bytes_);
   if (!base_) return false;
-  insert_free(*base_, *base_ + va_bytes_);
+  ranges_.add_chain(*base_, *base_ + va_bytes_);
   return true;
 }
 
@@ -34,85 +34,62 @@ uint64_t VmmArena::unmapped_bytes_in(uint64_t start, uint64_t end) const {
 std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top) {
   if (!ensure_reserved()) return std::nullopt;
   std::optional<Placement> best;
-  for (auto it = free_by_size_.lower_bound({bytes, 0}); it != free_by_size_.end(); ++it) {
-    const auto [size, start] = *it;
-    const uint64_t end = start + size;
+  ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
     // At the range's start, and (for ranges with mapped pages at their end) flush with its end.
-    const uint64_t low = start;
-    const uint64_t high = end - bytes;
+    const uint64_t low = range->start;
+    const uint64_t high = range->end - bytes;
     for (const uint64_t address : {from_top ? high : low, from_top ? low : high}) {
       const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
-      if (!best || cost < best->new_bytes) best = Placement{address, cost};
+      if (!best || cost < best->new_bytes) best = Placement{address, cost, range};
       if (cost == 0 || low == high) break;
     }
-    if (best && best->new_bytes == 0) break;  // best fit among the ranges that cost nothing
-  }
+    return best->new_bytes != 0;  // best fit among the ranges that cost nothing
+  });
   return best;
 }
 
-bool VmmArena::take(uint64_t address, uint64_t bytes, uint64_t extend_bytes) {
-  auto range = free_by_end_.upper_bound(address);  // the free range holding the block
-  const uint64_t range_end = range->first;
-  const uint64_t lo = page_floor(address);
-  uint64_t hi = page_ceil(address + bytes);
-  if (extend_bytes > 0) {
-    // Only over pages that are unmapped and free, up to the next mapped page.
-    const auto next_mapped = mapped_.lower_bound(hi);
-    const bool page_after_mapped = (next_mapped != mapped_.end() && next_mapped->first == hi) ||
-                                   (next_mapped != mapped_.begin() && std::prev(next_mapped)->second > hi);
-    if (!page_after_mapped) {
-      uint64_t limit = page_floor(range_end);
-      if (next_mapped != mapped_.end()) limit = std::min(limit, next_mapped->first);
-      hi = std::max(hi, std::min(limit, hi + page_ceil(extend_bytes)));
+suballoc::Range* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
+  const uint64_t address = placement.address;
+  if (placement.new_bytes > 0 || extend_bytes > 0) {
+    const uint64_t range_end = placement.range->end;
+    const uint64_t lo = page_floor(address);
+    uint64_t hi = page_ceil(address + bytes);
+    if (extend_bytes > 0) {
+      // Only over pages that are unmapped and free, up to the next mapped page.
+      const auto next_mapped = mapped_.lower_bound(hi);
+      const bool page_after_mapped = (next_mapped != mapped_.end() && next_mapped->first == hi) ||
+                                     (next_mapped != mapped_.begin() && std::prev(next_mapped)->second > hi);
+      if (!page_after_mapped) {
+        uint64_t limit = page_floor(range_end);
+        if (next_mapped != mapped_.end()) limit = std::min(limit, next_mapped->first);
+        hi = std::max(hi, std::min(limit, hi + page_ceil(extend_bytes)));
+      }
+    }
+    // Map each unmapped gap of [lo, hi).
+    uint64_t cursor = lo;
+    while (cursor < hi) {
+      auto it = mapped_.upper_bound(cursor);
+      if (it != mapped_.begin() && std::prev(it)->second > cursor) {
+        cursor = std::prev(it)->second;
+        continue;
+      }
+      const uint64_t gap_end = it == mapped_.end() ? hi : std::min(hi, it->first);
+      if (!device_.map(cursor, gap_end - cursor)) return nullptr;
+      add_mapped(cursor, gap_end);
+      cursor = gap_end;
     }
   }
-  // Map each unmapped gap of [lo, hi).
-  uint64_t cursor = lo;
-  while (cursor < hi) {
-    auto it = mapped_.upper_bound(cursor);
-    if (it != mapped_.begin() && std::prev(it)->second > cursor) {
-      cursor = std::prev(it)->second;
-      continue;
-    }
-    const uint64_t gap_end = it == mapped_.end() ? hi : std::min(hi, it->first);
-    if (!device_.map(cursor, gap_end - cursor)) return false;
-    add_mapped(cursor, gap_end);
-    cursor = gap_end;
-  }
-  const uint64_t start = range->second;
-  const uint64_t end = range->first;
-  free_by_size_.erase({end - start, start});
-  if (address + bytes < end) {  // the right part keeps the range's end, its key: no re-insertion
-    range->second = address + bytes;
-    free_by_size_.emplace(end - (address + bytes), address + bytes);
-  } else {
-    free_by_end_.erase(range);
-  }
-  if (start < address) insert_free(start, address);
   live_bytes_ += bytes;
-  return true;
+  return ranges_.carve(placement.range, address, bytes);
 }
 
-void VmmArena::give_back(uint64_t address, uint64_t bytes) {
-  live_bytes_ -= bytes;
-  uint64_t start = address;
-  const uint64_t end = address + bytes;
-  // The free neighbours: the range ending at `start`, the range starting at `end`.
-  if (const auto previous = free_by_end_.find(start); previous != free_by_end_.end()) {
-    start = previous->second;
-    free_by_size_.erase({previous->first - previous->second, previous->second});
-    free_by_end_.erase(previous);
-  }
-  if (auto next = free_by_end_.upper_bound(end); next != free_by_end_.end() && next->second == end) {
-    free_by_size_.erase({next->first - next->second, next->second});
-    next->second = start;  // keeps its end, its key
-    free_by_size_.emplace(next->first - start, start);
-    return;
-  }
-  insert_free(start, end);
+void VmmArena::give_back(suballoc::Range* block) {
+  live_bytes_ -= block->size();
+  ranges_.give_back(block);
 }
 
 uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep_bytes) {
+  if (!base_) return 0;  // nothing reserved, nothing mapped
   const uint64_t keep_lo = page_floor(keep_address);
   const uint64_t keep_hi = keep_bytes == 0 ? keep_lo : page_ceil(keep_address + keep_bytes);
   // Runs of mapped pages that lie wholly inside a free range, outside the kept pages.
@@ -127,7 +104,7 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
       if (s < e) runs.emplace_back(s, e);
     }
   };
-  for (const auto& [end, start] : free_by_end_) {
+  for (const auto& [start, end] : ranges_.free_in_chain(*base_)) {
     const uint64_t lo = page_ceil(start);
     const uint64_t hi = page_floor(end);
     if (keep_lo < keep_hi && lo < keep_hi && keep_lo < hi) {
@@ -165,14 +142,8 @@ void VmmArena::release_all() {
   if (live_bytes_ == 0 && base_) {
     device_.release_address(*base_, va_bytes_);
     base_.reset();
-    free_by_end_.clear();
-    free_by_size_.clear();
+    ranges_.clear();
   }
-}
-
-void VmmArena::insert_free(uint64_t start, uint64_t end) {
-  free_by_end_.emplace(end, start);
-  free_by_size_.emplace(end - start, start);
 }
 
 void VmmArena::add_mapped(uint64_t start, uint64_t end) {

@@ -17,9 +17,9 @@
 #include <utility>
 
 #include <absl/container/btree_map.h>
-#include <absl/container/btree_set.h>
 
 #include "policies/device.h"
+#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay::detail {
 
@@ -34,20 +34,23 @@ class VmmArena {
   struct Placement {
     uint64_t address = 0;
     uint64_t new_bytes = 0;  // bytes of pages that must be mapped for the block (0: all mapped)
+    suballoc::Range* range = nullptr;  // the free range holding it
   };
   // Where `bytes` would cost the fewest newly mapped pages; among equal costs the smallest free
   // range (best fit), then the lowest address. nullopt when the address space is exhausted.
   // `from_top`: among equal costs prefer the high end of a free range (large blocks gather at the
   // top of the address space, small ones at the bottom).
   std::optional<Placement> place(uint64_t bytes, bool from_top);
-  // Maps the missing pages of [address, +bytes) and takes the block out of its free range.
-  // False, with the block not taken (pages mapped so far stay, as free cache), when the device
+  // Maps the missing pages of the placement's [address, +bytes) and takes the block out of its
+  // free range (the free ranges must not have changed since place()). Returns the block's range,
+  // the handle give_back() takes.
+  // nullptr, with the block not taken (pages mapped so far stay, as free cache), when the device
   // has no room.
   // `extend_bytes`: also map up to that many more bytes of unmapped pages right after the block,
   // in the same call (growth in larger steps, fewer calls).
-  bool take(uint64_t address, uint64_t bytes, uint64_t extend_bytes = 0);
+  suballoc::Range* take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes = 0);
   // Returns a block to the free ranges, coalescing with its neighbours; its pages stay mapped.
-  void give_back(uint64_t address, uint64_t bytes);
+  void give_back(suballoc::Range* block);
   // Unmaps whole free pages, largest runs first (fewest calls), until at least `wanted` bytes are
   // unmapped or none are left, never inside [keep_address, +keep_bytes). Returns the bytes unmapped.
   uint64_t reclaim(uint64_t wanted, uint64_t keep_address = 0, uint64_t keep_bytes = 0);
@@ -63,7 +66,6 @@ class VmmArena {
   uint64_t unmapped_bytes_in(uint64_t start, uint64_t end) const;  // page-aligned range
   uint64_t page_floor(uint64_t address) const { return address / page_ * page_; }
   uint64_t page_ceil(uint64_t address) const { return (address + page_ - 1) / page_ * page_; }
-  void insert_free(uint64_t start, uint64_t end);
   void add_mapped(uint64_t start, uint64_t end);
   void remove_mapped(uint64_t start, uint64_t end);
 
@@ -71,9 +73,7 @@ class VmmArena {
   uint64_t va_bytes_;
   uint64_t page_;
   std::optional<uint64_t> base_;
-  absl::btree_map<uint64_t, uint64_t> free_by_end_;          // end -> start (keyed by the end, which
-                                                             // carving a block off the front keeps)
-  absl::btree_set<std::pair<uint64_t, uint64_t>> free_by_size_;  // (size, start)
+  suballoc::BinnedRanges ranges_;
   absl::btree_map<uint64_t, uint64_t> mapped_;                 // page ranges start -> end, merged
   uint64_t mapped_bytes_ = 0;
   uint64_t live_bytes_ = 0;

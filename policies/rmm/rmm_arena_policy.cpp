@@ -19,11 +19,11 @@
 #include <map>
 #include <memory>
 
-#include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
+#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay {
 namespace {
@@ -33,45 +33,8 @@ constexpr uint64_t kSuperblock = 1ull << 20;
 
 uint64_t round_up(uint64_t value, uint64_t to) { return (value + to - 1) / to * to; }
 
-// Free ranges, first fit by address, coalescing neighbours for which `joinable` holds.
-class FirstFitList {
- public:
-  std::optional<uint64_t> take(uint64_t bytes) {
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second - it->first < bytes) continue;
-      const uint64_t address = it->first;
-      const uint64_t end = it->second;
-      free_.erase(it);
-      if (address + bytes < end) free_.emplace(address + bytes, end);
-      return address;
-    }
-    return std::nullopt;
-  }
-  template <class Joinable>
-  void give(uint64_t start, uint64_t end, Joinable joinable) {
-    if (auto next = free_.find(end); next != free_.end() && joinable(start, next->first)) {
-      end = next->second;
-      free_.erase(next);
-    }
-    if (auto previous = free_.lower_bound(start); previous != free_.begin()) {
-      --previous;
-      if (previous->second == start && joinable(previous->first, start)) {
-        start = previous->first;
-        free_.erase(previous);
-      }
-    }
-    free_.emplace(start, end);
-  }
-  void remove(uint64_t start) { free_.erase(start); }
-  bool holds(uint64_t start, uint64_t end) const {
-    const auto it = free_.find(start);
-    return it != free_.end() && it->second == end;
-  }
-
- private:
-  absl::btree_map<uint64_t, uint64_t> free_;  // start -> end
-};
-
+// The global arena is one chain of BinnedRanges (its live ranges are the superblocks handed out),
+// a stream's arena one chain per superblock: blocks coalesce inside their superblock only.
 class RmmArenaPolicy final : public Policy {
  public:
   RmmArenaPolicy(Device& device, std::optional<uint64_t> arena_size)
@@ -79,53 +42,45 @@ class RmmArenaPolicy final : public Policy {
         arena_size_(round_up(arena_size.value_or(device.capacity().value_or(device.total_memory() / 2)), kSuperblock)) {}
 
  private:
-  struct Superblock {
-    uint64_t end;
-    StreamId stream;
-    uint64_t live = 0;  // live blocks in it
-  };
+  using Range = suballoc::Range;
+  using Ranges = suballoc::BinnedRanges;
   struct Live {
-    uint64_t size;
-    uint64_t superblock;
+    Range* block;
+    StreamId arena;  // whose superblock holds it
   };
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     if (!global_start_) {
       global_start_ = device_.malloc(arena_size_);
       if (!global_start_) return std::nullopt;
-      global_.give(*global_start_, *global_start_ + arena_size_, [](uint64_t, uint64_t) { return true; });
+      global_.add_chain(*global_start_, *global_start_ + arena_size_);
     }
     if (bytes > arena_size_) return std::nullopt;
     const uint64_t size = round_up(bytes, kAlignment);
-    FirstFitList& arena = arenas_[stream];
-    auto address = arena.take(size);
-    if (!address) {
+    Ranges& arena = arenas_.try_emplace(stream, Ranges::Order::first_fit).first->second;
+    Range* fit = arena.first_fit(size);
+    if (fit == nullptr) {
       const uint64_t superblock_size = round_up(std::max(size, kSuperblock), kSuperblock);
-      const auto superblock = global_.take(superblock_size);
-      if (!superblock) return std::nullopt;
-      superblocks_.emplace(*superblock, Superblock{*superblock + superblock_size, stream});
-      arena.give(*superblock, *superblock + superblock_size, [](uint64_t, uint64_t) { return false; });
-      address = arena.take(size);
+      Range* space = global_.first_fit(superblock_size);
+      if (space == nullptr) return std::nullopt;
+      Range* superblock = global_.carve(space, space->start, superblock_size);
+      superblocks_.emplace(superblock->start, superblock);
+      fit = arena.add_chain(superblock->start, superblock->end);
     }
-    const auto superblock = std::prev(superblocks_.upper_bound(*address));
-    ++superblock->second.live;
-    live_.emplace(*address, Live{size, superblock->first});
-    return Block{*address, size};
+    Range* block = arena.carve(fit, fit->start, size);
+    live_.emplace(block->start, Live{block, stream});
+    return Block{block->start, size};
   }
 
   bool do_free(uint64_t address, StreamId) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
-    const auto superblock = superblocks_.find(node.mapped().superblock);
-    Superblock& sb = superblock->second;
-    FirstFitList& arena = arenas_[sb.stream];
-    const uint64_t sb_start = superblock->first;
-    // Coalesce only inside the superblock (neighbouring superblocks of a stream stay apart).
-    arena.give(address, address + node.mapped().size,
-               [&](uint64_t a, uint64_t b) { return a >= sb_start && b < sb.end; });
-    if (--sb.live == 0 && arena.holds(sb_start, sb.end)) {  // wholly free: back to the global arena
-      arena.remove(sb_start);
-      global_.give(sb_start, sb.end, [](uint64_t, uint64_t) { return true; });
+    Ranges& arena = arenas_.find(node.mapped().arena)->second;
+    Range* merged = arena.give_back(node.mapped().block);
+    if (merged->left == nullptr && merged->right == nullptr) {  // wholly free: back to the global arena
+      const auto superblock = superblocks_.find(merged->start);
+      arena.remove_chain(merged);
+      global_.give_back(superblock->second);
       superblocks_.erase(superblock);
     }
     return true;
@@ -134,10 +89,10 @@ class RmmArenaPolicy final : public Policy {
   Device& device_;
   uint64_t arena_size_;
   std::optional<uint64_t> global_start_;
-  FirstFitList global_;                           // free superblock space
-  std::map<StreamId, FirstFitList> arenas_;       // per stream: free space in its superblocks
-  absl::btree_map<uint64_t, Superblock> superblocks_;  // start -> superblock
-  absl::flat_hash_map<uint64_t, Live> live_;
+  Ranges global_{Ranges::Order::first_fit};         // superblock space
+  std::map<StreamId, Ranges> arenas_;                // per stream: its superblocks
+  absl::flat_hash_map<uint64_t, Range*> superblocks_;  // start -> its range in the global arena
+  absl::flat_hash_map<uint64_t, Live> live_;           // live blocks by address
 };
 
 // The arena_size option, when given: at least one superblock.

@@ -18,15 +18,13 @@
 // Left out: the per-thread default stream, the event objects themselves, and RMM's logging.
 // Options: initial_pool_size:BYTES (default 0), maximum_pool_size:BYTES (default none; the device
 // cap still applies).
-#include <map>
 #include <memory>
 
-#include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/coalescing_regions.h"
+#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay {
 namespace {
@@ -40,7 +38,8 @@ struct PoolConfig {
 
 uint64_t align(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-// Free lists per stream over one set of upstream allocations, coalescing within a stream.
+// Free lists per stream over one set of upstream allocations, coalescing within a stream: each
+// upstream allocation is a chain of BinnedRanges, each stream's free list a group of it.
 class RmmPoolPolicy final : public Policy {
  public:
   RmmPoolPolicy(Device& device, const PoolConfig& config) : device_(device), config_(config) {
@@ -49,44 +48,36 @@ class RmmPoolPolicy final : public Policy {
   }
 
  private:
-  struct Free {
-    uint64_t size;
-    StreamId stream;
-  };
+  using Range = suballoc::Range;
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     const uint64_t size = align(bytes);
-    auto address = take(size, stream);
-    if (!address && expand(size, stream)) address = take(size, stream);
-    if (!address) return std::nullopt;
-    live_.emplace(*address, size);
-    return Block{*address, size};
+    Range* block = take(size, stream);
+    if (block == nullptr && expand(size, stream)) block = take(size, stream);
+    if (block == nullptr) return std::nullopt;
+    live_.emplace(block->start, block);
+    return Block{block->start, size};
   }
 
   // Best fit on `stream`'s list, else on any other stream's (lowest stream id first).
-  std::optional<uint64_t> take(uint64_t size, StreamId stream) {
-    if (auto address = take_from(size, stream)) return address;
-    for (const auto& [other, list] : by_size_)
+  Range* take(uint64_t size, StreamId stream) {
+    if (Range* block = take_from(size, stream)) return block;
+    for (const uint64_t other : ranges_.groups())
       if (other != stream)
-        if (auto address = take_from(size, other)) return address;
-    return std::nullopt;
+        if (Range* block = take_from(size, other)) return block;
+    return nullptr;
   }
 
-  std::optional<uint64_t> take_from(uint64_t size, StreamId stream) {
-    auto list = by_size_.find(stream);
-    if (list == by_size_.end()) return std::nullopt;
-    const auto fit = list->second.lower_bound({size, 0});
-    if (fit == list->second.end()) return std::nullopt;
-    const auto [block_size, address] = *fit;
-    list->second.erase(fit);
-    free_.erase(address);
-    if (block_size > size) insert_free(address + size, block_size - size, stream);
-    return address;
-  }
-
-  void insert_free(uint64_t address, uint64_t size, StreamId stream) {
-    free_.emplace(address, Free{size, stream});
-    by_size_[stream].emplace(size, address);
+  Range* take_from(uint64_t size, StreamId stream) {
+    Range* fit = nullptr;  // the first in (size, address) order
+    ranges_.for_each_fit(
+        size,
+        [&](Range* range) {
+          fit = range;
+          return false;
+        },
+        stream);
+    return fit == nullptr ? nullptr : ranges_.carve(fit, fit->start, size);  // split exactly
   }
 
   bool expand(uint64_t size, StreamId stream) {
@@ -112,45 +103,24 @@ class RmmPoolPolicy final : public Policy {
     const auto address = device_.malloc(bytes);
     if (!address) return false;
     pool_size_ += bytes;
-    upstream_.emplace(*address, bytes);
-    insert_free(*address, bytes, stream);
+    ranges_.add_chain(*address, *address + bytes, stream);
     return true;
   }
 
+  // The block joins the list of the stream that frees it, merged with its neighbours free on that
+  // stream inside its upstream block.
   bool do_free(uint64_t address, StreamId stream) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
-    uint64_t start = address;
-    uint64_t size = node.mapped();
-    const auto upstream = std::prev(upstream_.upper_bound(address));
-    const uint64_t lo = upstream->first;
-    const uint64_t hi = upstream->first + upstream->second;
-    // Coalesce with the neighbours that are free on the same stream, inside one upstream block.
-    if (auto next = free_.find(start + size); next != free_.end() && start + size < hi && next->second.stream == stream) {
-      by_size_[stream].erase({next->second.size, next->first});
-      size += next->second.size;
-      free_.erase(next);
-    }
-    if (auto previous = free_.lower_bound(start); previous != free_.begin() && start > lo) {
-      --previous;
-      if (previous->first + previous->second.size == start && previous->second.stream == stream) {
-        by_size_[stream].erase({previous->second.size, previous->first});
-        start = previous->first;
-        size += previous->second.size;
-        free_.erase(previous);
-      }
-    }
-    insert_free(start, size, stream);
+    ranges_.give_back(node.mapped(), stream);
     return true;
   }
 
   Device& device_;
   PoolConfig config_;
   uint64_t pool_size_ = 0;
-  absl::btree_map<uint64_t, uint64_t> upstream_;  // upstream allocation start -> size
-  absl::btree_map<uint64_t, Free> free_;          // free blocks by address (no node per block)
-  std::map<StreamId, absl::btree_set<std::pair<uint64_t, uint64_t>>> by_size_;  // per stream: (size, address)
-  absl::flat_hash_map<uint64_t, uint64_t> live_;  // address -> size
+  suballoc::BinnedRanges ranges_;                // every upstream block, one chain each
+  absl::flat_hash_map<uint64_t, Range*> live_;  // live blocks by address
 };
 
 std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {

@@ -1,6 +1,6 @@
 // Freeing a chunk with coalescing, for allocators that keep their chunks in an address-ordered
 // map (start -> chunk with `size` and `free`) and their free chunks in a (size, start) set:
-// CoalescingRegions (BFC, RMM's pool) and the gmlake model's pieces of virtual ranges.
+// the gmlake model's pieces of virtual ranges.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // allocator and RMM's pool resource share: best fit over free chunks ordered by (size, address),
 // a split of the chosen chunk when the owner's rule says so, and coalescing with free neighbours
 // in the same region on every free. Invariant, per region: Σ chunk sizes = region size.
+// Each region is a chain of BinnedRanges: the free chunks sit in size bins (TF's BFC bins its
+// free chunks by size too, each bin ordered by (size, address)).
 // The owner decides when to grow (add_region) and which regions to give back (free_regions).
 #pragma once
 
@@ -11,9 +13,10 @@
 #include <vector>
 
 #include <absl/container/btree_map.h>
-#include <absl/container/btree_set.h>
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/device.h"
+#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay::suballoc {
 
@@ -26,11 +29,13 @@ class CoalescingRegions {
   CoalescingRegions(const CoalescingRegions&) = delete;
   CoalescingRegions& operator=(const CoalescingRegions&) = delete;
 
+  struct Chunk {
+    uint64_t address;
+    uint64_t size;
+  };
   // Best fit among free chunks of at least `bytes` (`bytes` already rounded by the owner);
   // nullopt when none is large enough. The chunk is taken (and split by the rule).
-  std::optional<uint64_t> allocate(uint64_t bytes);
-  // Size of the live chunk at `address` (0 when there is none).
-  uint64_t chunk_size(uint64_t address) const;
+  std::optional<Chunk> allocate(uint64_t bytes);
   // Returns a live chunk; false when `address` is not one.
   bool free(uint64_t address);
   // cudaMalloc's a region of `bytes` (one free chunk). False when the device has no room.
@@ -40,21 +45,13 @@ class CoalescingRegions {
   uint64_t free_regions(uint64_t wanted = UINT64_MAX);
 
   uint64_t region_bytes() const { return region_bytes_; }
-  uint64_t largest_free() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
 
  private:
-  struct Chunk {
-    uint64_t size;
-    uint64_t region;  // start of the region it belongs to
-    bool free;
-  };
-  void insert_free(uint64_t address, const Chunk& chunk);
-
   Device& device_;
   SplitRule split_;
-  absl::btree_map<uint64_t, Chunk> chunks_;                  // every chunk, by address
-  absl::btree_set<std::pair<uint64_t, uint64_t>> by_size_;  // free chunks: (size, address)
-  absl::btree_map<uint64_t, uint64_t> regions_;              // region start -> size
+  BinnedRanges chunks_;                           // every chunk; each region one chain
+  absl::flat_hash_map<uint64_t, Range*> live_;    // live chunks by address
+  absl::btree_map<uint64_t, uint64_t> regions_;  // region start -> size
   uint64_t region_bytes_ = 0;
 };
 
