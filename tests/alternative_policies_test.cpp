@@ -104,6 +104,10 @@ TEST(AlternativePolicies, BadOptionsNameThePolicyAndTheOption) {
   EXPECT_NE(error("buddy:region_size:3MiB").find("buddy option 'region_size': must be a power of two"), std::string::npos);
   EXPECT_NE(error("rmm_pool:maximum_pool_size:0").find("rmm_pool option 'maximum_pool_size'"), std::string::npos);
   EXPECT_NE(error("rmm_binning:blocks_to_preallocate:0").find("must be 1..65536"), std::string::npos);
+  // Found by policy_options_fuzz (an out-of-memory: the bin loop wrapped past 2^63).
+  EXPECT_NE(error("rmm_binning:max_bin:9223372036854775808").find("rmm_binning option 'max_bin': must be a power of two from 256 bytes to 1 TiB"),
+            std::string::npos);
+  EXPECT_NE(error("rmm_binning:max_bin:99999999999999m").find("rmm_binning option 'max_bin'"), std::string::npos);
   EXPECT_NE(error("rmm_arena:arena_size:1KiB").find("must be at least 1MiB"), std::string::npos);
   EXPECT_NE(error("gmlake:stitch:True").find("gmlake"), std::string::npos);
   EXPECT_NE(error("memreplay:knob:1").find("memreplay"), std::string::npos);

@@ -11,7 +11,7 @@
 //   - larger requests go to the pool (the `rmm_pool` model, options passed through).
 // Left out: the bins' per-stream free lists (one list per bin here: a bin block is reused on any
 // stream, where RMM would wait on the free's event).
-// Options: min_bin:BYTES and max_bin:BYTES (powers of two, default 256KiB and 4MiB),
+// Options: min_bin:BYTES and max_bin:BYTES (powers of two up to 1TiB, default 256KiB and 4MiB),
 // blocks_to_preallocate:N (default 128), and the pool's initial_pool_size, maximum_pool_size.
 #include <memory>
 #include <vector>
@@ -93,7 +93,10 @@ std::unique_ptr<Policy> make_rmm_binning(std::string_view text, Device& device) 
   for (const auto& entry : options.entries()) {
     if (entry.key == "min_bin" || entry.key == "max_bin") {
       const uint64_t size = options.to_bytes(entry);
-      if (!is_power_of_two(size) || size < 256) options.fail(entry, "must be a power of two of at least 256 bytes");
+      // Bounded above so that the bins (one per power of two) and a bin's batch of
+      // blocks_to_preallocate blocks stay countable: 2^63 made the bin loop wrap (fuzz/).
+      if (!is_power_of_two(size) || size < 256 || size > (uint64_t{1} << 40))
+        options.fail(entry, "must be a power of two from 256 bytes to 1 TiB");
       (entry.key == "min_bin" ? config.min_bin : config.max_bin) = size;
     } else if (entry.key == "blocks_to_preallocate") {
       config.blocks_to_preallocate = options.to_unsigned(entry);
@@ -112,7 +115,7 @@ std::unique_ptr<Policy> make_rmm_binning(std::string_view text, Device& device) 
 MEMREPLAY_REGISTER_POLICY(rmm_binning, .name = "rmm_binning",
                           .description = "RAPIDS RMM's binning_memory_resource: fixed-size bins 256 KiB..4 MiB over "
                                          "the pool, the pool above",
-                          .options_help = "min_bin:BYTES, max_bin:BYTES (powers of two; default 256KiB, 4MiB), "
+                          .options_help = "min_bin:BYTES, max_bin:BYTES (powers of two up to 1TiB; default 256KiB, 4MiB), "
                                           "blocks_to_preallocate:N (default 128), initial_pool_size, maximum_pool_size",
                           .factory = make_rmm_binning,
                           .contract_option_sets = {"", "min_bin:4KiB,max_bin:64KiB,blocks_to_preallocate:16"},
