@@ -54,7 +54,7 @@ struct CacheBlock {
 
 using BlockArena = detail::BlockArena<CacheBlock>;
 using FreeBlockSet = detail::FreeBlockSet<CacheBlock>;
-using AddressMap = detail::AddressMap<CacheBlock>;  // allocated blocks by address
+using AddressMap = detail::AddressMap<CacheBlock*>;  // allocated blocks by address
 
 // Unmapped ranges of expandable segments of one pool, ordered by (stream, address).
 class UnmappedSet {

@@ -83,8 +83,9 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes,
 
 bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
   // The block returns to the pool of its allocation stream, whichever stream frees it (as PyTorch).
-  CacheBlock* block = live_.take(address);
-  if (block == nullptr) return false;
+  const std::optional<CacheBlock*> taken = live_.take(address);
+  if (!taken) return false;
+  CacheBlock* block = *taken;
   block->allocated = false;
   stats_.allocation.decrease(1);
   stats_.allocated_bytes.decrease(block->size);
