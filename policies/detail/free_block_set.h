@@ -111,18 +111,8 @@ class FreeBlockSet {
   }
 
   // `block` must be in the set.
-  void erase(Block* block) {
-    const size_t s = stream_index(block->stream);
-    StreamBins& bins = *streams_[s];
-    const size_t bin = bin_of(block->size);
-    (block->free_prev != nullptr ? block->free_prev->free_next : bins.heads[bin]) = block->free_next;
-    if (block->free_next != nullptr) block->free_next->free_prev = block->free_prev;
-    if (bins.heads[bin] == nullptr) bins.occupied[bin / 64] &= ~(uint64_t{1} << (bin % 64));
-    block->free_prev = block->free_next = nullptr;
-    --size_;
-    if (--bins.count == 0) retire(s);
-  }
-  void erase(iterator it) { erase(it.block_); }
+  void erase(Block* block) { unlink(stream_index(block->stream), block); }
+  void erase(iterator it) { unlink(it.stream_, it.block_); }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -146,6 +136,17 @@ class FreeBlockSet {
     std::array<Block*, kBins> heads{};
     std::array<uint64_t, kWords> occupied{};  // bit b: heads[b] is not empty
   };
+
+  void unlink(size_t s, Block* block) {
+    StreamBins& bins = *streams_[s];
+    const size_t bin = bin_of(block->size);
+    (block->free_prev != nullptr ? block->free_prev->free_next : bins.heads[bin]) = block->free_next;
+    if (block->free_next != nullptr) block->free_next->free_prev = block->free_prev;
+    if (bins.heads[bin] == nullptr) bins.occupied[bin / 64] &= ~(uint64_t{1} << (bin % 64));
+    block->free_prev = block->free_next = nullptr;
+    --size_;
+    if (--bins.count == 0) retire(s);
+  }
 
   // The first stream index whose stream is >= `stream` (streams_ are few: a scan).
   size_t stream_index(StreamId stream) const {
