@@ -55,7 +55,9 @@ class MemreplayPolicy final : public Policy {
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
     const uint64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    const auto placement = arena_.place(size, false);
+    // Under a capacity the pages that live blocks pin decide what fits, not the calls: place for
+    // the smallest footprint there (rule 4).
+    const auto placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
     if (!placement) return std::nullopt;
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);
