@@ -7,6 +7,7 @@
 // kKnownCallsGaps lists them, and the README's table shows the figures.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "replayer/sim_device.h"
 #include "tests/test_support.h"
 #include "tests/test_support/groundtruth_rows.h"
+#include "tests/test_support/growth_bound.h"
 
 namespace memreplay {
 namespace {
@@ -106,6 +108,17 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
     EXPECT_LE(static_cast<double>(our_calls), gap->second * static_cast<double>(their_calls)) << "device calls";
   else
     EXPECT_LE(our_calls, their_calls) << "device calls";
+  // The floor any policy within 1.02 x pays in growth calls (tests/test_support/growth_bound.h);
+  // ours keeps within 1/64 of its high-water mark, so it cannot beat it.
+  const uint64_t bound = testing::min_growth_calls(testing::live_curve(read_lifetimes(options.trace_path)));
+  EXPECT_GE(ours.device_alloc_calls, bound) << "the growth bound is wrong";
+  std::printf("%-30s growth bound (any policy within 1.02x) %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu)\n",
+              GetParam().c_str(), static_cast<unsigned long long>(bound), static_cast<unsigned long long>(their_calls),
+              static_cast<unsigned long long>(pytorch.device_alloc_calls),
+              static_cast<unsigned long long>(pytorch.device_free_calls), static_cast<unsigned long long>(our_calls),
+              static_cast<unsigned long long>(ours.device_alloc_calls),
+              static_cast<unsigned long long>(ours.device_free_calls));
+  RecordProperty("growth_bound", std::to_string(bound));
   RecordProperty("reserved_ratio", std::to_string(reserved_ratio));
   RecordProperty("min_fit_ratio", std::to_string(fit_ratio));
   RecordProperty("device_calls", std::to_string(our_calls) + " vs pytorch " + std::to_string(their_calls));
