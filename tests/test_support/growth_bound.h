@@ -50,16 +50,22 @@ inline uint64_t min_growth_calls(const std::vector<uint64_t>& live) {
   return calls;
 }
 
-// Live requested bytes after each replay event, from the trace's block lifetimes.
+// Live requested bytes after each replay event, from the trace's block lifetimes. The blocks that
+// share event 0 (a ring-buffer trace's starting state, then its first allocation) reach a policy
+// one at a time, in trace order: each is a step of its own.
 inline std::vector<uint64_t> live_curve(const std::vector<Lifetime>& blocks) {
+  std::vector<uint64_t> live;
+  int64_t bytes = 0;
   std::map<uint64_t, int64_t> change;  // replay event -> Σ sizes allocated - freed there
   for (const Lifetime& block : blocks) {
-    change[block.lower] += static_cast<int64_t>(block.size);
+    if (block.lower == 0) {
+      bytes += static_cast<int64_t>(block.size);
+      live.push_back(static_cast<uint64_t>(bytes));
+    } else {
+      change[block.lower] += static_cast<int64_t>(block.size);
+    }
     change[block.upper] -= static_cast<int64_t>(block.size);
   }
-  std::vector<uint64_t> live;
-  live.reserve(change.size());
-  int64_t bytes = 0;
   for (const auto& [event, delta] : change) {
     bytes += delta;
     live.push_back(static_cast<uint64_t>(bytes));
