@@ -5,9 +5,7 @@
 # free core for each, whatever else loads this one (wall under load measures the scheduler).
 #   tools/bench/import_threads.sh build/tools/memreplay FILE [ROUNDS]
 set -euo pipefail
-memreplay=$1
-file=$2
-rounds=${3:-5}
+memreplay=$1 file=$2 rounds=${3:-5}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for ((i = 1; i <= rounds; i++)); do
