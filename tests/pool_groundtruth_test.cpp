@@ -129,6 +129,35 @@ TEST(PoolImport, RetryBurstsAreNotInferredAsEmptyCache) {
   EXPECT_EQ(inferred("empty_cache_steps"), 3u);
 }
 
+// Where a snapshot recorded stacks, they tell a release-and-retry from an empty_cache (rule 0 of
+// recorder/import/empty_cache_inference.h). The capped job with a 512-byte alloc and free put right
+// before its first retry burst (tests/data/pools/make_stack_variants.py): without stacks the burst
+// follows a free and is read as an empty_cache, so the replay under the job's cap counts one retry
+// fewer than the job (the documented bound); with the stacks PyTorch records (the releases carry
+// the stack of the malloc that retried) it is a retry, and the replay is the job's own run, its 2
+// retries included. With empty_cache()'s own stack on empty_cache_steps' bursts, all 3 are found.
+TEST(PoolImport, RecordedStacksTellARetryAfterAFreeFromAnEmptyCache) {
+  const json live = read_json(pool_data("capped_retry.live.json"));
+  auto inferred = [](const std::string& trace) {
+    uint64_t n = 0;
+    for (const Event& e : all_events(trace)) n += e.kind == EventKind::empty_cache;
+    return n;
+  };
+  ReplayOptions request;
+  request.capacity = testing::live_cap_bytes(live);
+  request.trace_path = pool_trace("capped_retry.retry_after_free");
+  EXPECT_EQ(inferred(request.trace_path), 1u);
+  const ReplayMetrics bare = run_replay(request);
+  testing::expect_equals_live_run(bare, live, false);
+  EXPECT_EQ(bare.alloc_retries, 1u);
+
+  request.trace_path = pool_trace("capped_retry.retry_after_free.stacks");
+  EXPECT_EQ(inferred(request.trace_path), 0u);
+  testing::expect_equals_live_run(run_replay(request), live);
+
+  EXPECT_EQ(inferred(pool_trace("empty_cache_steps.stacks")), 3u);
+}
+
 class PoolGroundTruthReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PoolGroundTruthReplay, MatchesPyTorchToTheByte) {
