@@ -102,7 +102,7 @@ class CachingAllocatorPolicy final : public Policy {
   BlockPool& pool_for(uint64_t rounded) { return is_small_request(rounded) ? small_blocks_ : large_blocks_; }
   // PyTorch's PrivatePool: a pool of its own for each private pool id.
   struct PrivatePool {
-    explicit PrivatePool(const std::shared_ptr<NodePool>& nodes) : large_blocks(false, nodes), small_blocks(true, nodes) {}
+    PrivatePool() : large_blocks(false), small_blocks(true) {}
     BlockPool large_blocks;
     BlockPool small_blocks;
   };
@@ -114,9 +114,8 @@ class CachingAllocatorPolicy final : public Policy {
   std::optional<uint64_t> allowed_max_;
   bool gc_active_ = false;
   BlockArena arena_;
-  std::shared_ptr<NodePool> set_nodes_ = std::make_shared<NodePool>();
-  BlockPool large_blocks_{false, set_nodes_};
-  BlockPool small_blocks_{true, set_nodes_};
+  BlockPool large_blocks_{false};
+  BlockPool small_blocks_{true};
   std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools_;  // by pool id, made at first use
   std::vector<PoolId> freeable_pools_;  // released (PyTorch's graph_pools_freeable), in release order
   AddressMap live_;  // allocated blocks by address
