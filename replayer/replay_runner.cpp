@@ -1,6 +1,8 @@
 #include "replayer/replay_runner.h"
 
+#include <algorithm>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "policies/registry.h"
@@ -67,22 +69,48 @@ ReplayMetrics run_uncapped_replay(const ReplayOptions& options) {
   return m;
 }
 
+uint64_t recorded_malloc_peak(const ReplayOptions& options) {
+  TraceReader reader(options.trace_path);
+  std::unordered_map<uint64_t, uint64_t> live;  // segment address -> bytes
+  uint64_t held = 0, peak = 0;
+  std::vector<Event> batch;
+  while (reader.next_batch(batch))
+    for (const Event& e : batch) {
+      if (e.device != options.trace_device || e.has_flag(kFailed)) continue;
+      if (e.kind == EventKind::segment_alloc) {
+        if (live.try_emplace(e.address, e.size).second) held += e.size;
+        peak = std::max(peak, held);
+      } else if (e.kind == EventKind::segment_free) {
+        if (const auto it = live.find(e.address); it != live.end()) {
+          held -= it->second;
+          live.erase(it);
+        }
+      }
+    }
+  return peak;
+}
+
+bool fits_at(const ReplayOptions& options, uint64_t capacity, uint64_t recorded_peak) {
+  ReplayOptions probe = options;
+  probe.continue_after_oom = false;
+  probe.capacity = capacity;
+  if (capacity < recorded_peak) probe.follow_recorded_placement = false;
+  return !run_replay(probe).oom_at_event;
+}
+
 FitResult find_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes) {
   if (resolution_bytes == 0) resolution_bytes = 1;
   FitResult result;
   result.uncapped = run_uncapped_replay(options);
   ++result.replays;
-  ReplayOptions probe = options;
-  probe.continue_after_oom = false;
+  const uint64_t recorded_peak = recorded_malloc_peak(options);
 
   uint64_t fits = result.uncapped.reserved_peak;
   uint64_t fails = result.uncapped.requested_peak == 0 ? 0 : result.uncapped.requested_peak - 1;
   while (fits - fails > resolution_bytes) {
     const uint64_t middle = fails + (fits - fails) / 2;
-    probe.capacity = middle;
-    const ReplayMetrics m = run_replay(probe);
     ++result.replays;
-    (m.oom_at_event ? fails : fits) = middle;
+    (fits_at(options, middle, recorded_peak) ? fits : fails) = middle;
   }
   result.min_fit_bytes = fits;
   result.max_fail_bytes = fails;

@@ -33,6 +33,20 @@ ReplayMetrics run_replay(const ReplayOptions& options);
 // Throws InputError when even that runs out of memory.
 ReplayMetrics run_uncapped_replay(const ReplayOptions& options);
 
+// The most bytes the trace's own cudaMalloc calls held at once: its segment_alloc and segment_free
+// events of options.trace_device, failed calls left out (one pass over the trace, no replay).
+uint64_t recorded_malloc_peak(const ReplayOptions& options);
+
+// Whether the trace replays without running out of memory at `capacity` (capped, stopping at the
+// first OOM), for one probe of a capacity search. A replay that makes the trace's own
+// cudaMalloc/cudaFree calls reaches their peak, so one capped below `recorded_peak` cannot make
+// them all: it leaves them (RecordedPlacement), and run_replay would replay it again on the address
+// model, or it runs out of memory while still making them. Such a probe is placed by the model from
+// its start: one replay, not two. Its verdict is run_replay's unless the model fits where the
+// replay that follows the recorded calls ran out of memory before leaving them; on the shared and
+// pool traces every fit result is the same (tests/recorded_placement_test.cpp).
+bool fits_at(const ReplayOptions& options, uint64_t capacity, uint64_t recorded_peak);
+
 struct FitResult {
   uint64_t min_fit_bytes = 0;     // smallest capacity found that replays without OOM
   uint64_t max_fail_bytes = 0;    // largest capacity found that OOMs

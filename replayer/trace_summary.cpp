@@ -1,6 +1,9 @@
 #include "replayer/trace_summary.h"
 
 #include <algorithm>
+#include <charconv>
+
+#include "proto/trace_reader.h"
 
 namespace memreplay {
 
@@ -29,7 +32,7 @@ void TraceSummarizer::add_one(const Event& event, uint64_t index) {
     } else {
       ++state.kind_counts[kind];
     }
-    if (event.kind == EventKind::alloc && !event.has_flag(kFailed)) ++s.allocs_per_pool[event.pool];
+    if (!event.has_flag(kFailed)) count_pool(state, event);
     if (event.kind == EventKind::alloc || event.kind == EventKind::free_requested ||
         event.kind == EventKind::free_completed || event.kind == EventKind::segment_alloc)
       s.streams.insert(event.stream);
@@ -40,11 +43,19 @@ void TraceSummarizer::add_one(const Event& event, uint64_t index) {
   }
   if (event.has_flag(kFailed)) return;  // the call failed: nothing became live or was freed
   if (event.kind == EventKind::alloc) {
-    if (state.live.try_emplace(event.address, Live{event.size, event.stack}).second)
+    if (state.live.try_emplace(event.address, Live{event.size, event.stack, event.pool}).second) {
       state.live_bytes += event.size;
+      if (!second_pass_) {
+        PoolBytes& bytes = state.pool_bytes[event.pool];
+        bytes.requested += event.size;
+        auto& peak = s.pools[event.pool].peak_requested_bytes;
+        peak = std::max(peak, bytes.requested);
+      }
+    }
   } else if (event.kind == EventKind::free_completed) {
     if (const auto it = state.live.find(event.address); it != state.live.end()) {
       state.live_bytes -= it->second.requested;
+      if (!second_pass_) state.pool_bytes[it->second.pool].requested -= it->second.requested;
       state.live.erase(it);
     }
   } else {
@@ -66,12 +77,77 @@ void TraceSummarizer::add_one(const Event& event, uint64_t index) {
   }
 }
 
+// Counts and reserved bytes per pool (first pass). A segment is released from the pool its event
+// names, which the pool-consistency check holds to the pool it was allocated in.
+void TraceSummarizer::count_pool(DeviceState& state, const Event& event) {
+  const bool recorded = !event.has_flag(kPreexisting);
+  const bool growth = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
+  if (event.kind == EventKind::alloc) {
+    state.summary.pools[event.pool].allocs += recorded;
+  } else if (growth) {
+    DeviceSummary::Pool& pool = state.summary.pools[event.pool];
+    pool.segments += recorded;
+    uint64_t& reserved = state.pool_bytes[event.pool].reserved;
+    reserved += event.size;
+    pool.peak_reserved_bytes = std::max(pool.peak_reserved_bytes, reserved);
+  } else if (event.kind == EventKind::segment_free || event.kind == EventKind::segment_unmap) {
+    uint64_t& reserved = state.pool_bytes[event.pool].reserved;
+    reserved -= std::min(reserved, event.size);
+  }
+}
+
 void TraceSummarizer::start_second_pass() {
   second_pass_ = true;
   for (auto& [_, state] : devices_) {
     state.live.clear();
     state.live_bytes = 0;
   }
+}
+
+std::optional<PoolName> pool_announced(const KeyValues& annotation) {
+  PoolName pool;
+  bool has_id = false;
+  for (const auto& [key, value] : annotation) {
+    if (key == "pool") {
+      has_id = std::from_chars(value.data(), value.data() + value.size(), pool.id).ec == std::errc();
+    } else if (key == "kind") {
+      pool.kind = value;
+    } else if (key == "torch_pool_id") {
+      const size_t comma = value.find(',');
+      if (comma == std::string::npos) continue;
+      std::from_chars(value.data(), value.data() + comma, pool.torch_id_first);
+      std::from_chars(value.data() + comma + 1, value.data() + value.size(), pool.torch_id_second);
+    }
+  }
+  if (!has_id || pool.id == 0) return std::nullopt;
+  return pool;
+}
+
+TraceSummary summarize_trace(TraceReader& reader, size_t top_stacks) {
+  TraceSummary result;
+  std::map<uint32_t, PoolName> pools;
+  for (const auto& p : reader.header().pools())
+    pools[p.id()] = {p.id(), p.kind(), p.torch_id_first(), p.torch_id_second(), p.name()};
+  TraceSummarizer summarizer(top_stacks);
+  std::vector<Event> batch;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      reader.rewind();
+      summarizer.start_second_pass();
+    }
+    uint64_t index = 0;
+    while (reader.next_batch(batch)) {
+      if (pass == 0)
+        for (const Event& e : batch)
+          if (e.kind == EventKind::annotation)
+            if (auto pool = pool_announced(reader.annotation(e))) pools.try_emplace(pool->id, std::move(*pool));
+      summarizer.add(batch, index);
+      index += batch.size();
+    }
+  }
+  for (auto& [_, pool] : pools) result.pools.push_back(std::move(pool));
+  result.devices = summarizer.finish();
+  return result;
 }
 
 std::vector<DeviceSummary> TraceSummarizer::finish() {

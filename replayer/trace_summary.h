@@ -5,6 +5,10 @@
 // actions): the rebuilt starting state of a trace that starts mid-run (kPreexisting events) and
 // events an importer inferred (kInferred) are counted apart, and a device call that failed
 // (kFailed, from the interposer) is counted apart and never live.
+//
+// Private pools (CUDA graphs, torch.cuda.MemPool) are listed with what each held: the pool table
+// comes from the header (an imported snapshot) or from the annotations a memreplay.torch trace
+// announces each pool with; the per-pool counts from every event's pool.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +22,11 @@
 #include <vector>
 
 #include "proto/event.h"
+#include "proto/frame_text.h"
 
 namespace memreplay {
+
+class TraceReader;
 
 struct StackShare {
   uint32_t stack = 0;  // 0 = no stack recorded
@@ -44,9 +51,30 @@ struct DeviceSummary {
   } starting_state;
   std::map<std::string, uint64_t> inferred_per_kind;  // kInferred events (e.g. empty_cache)
   std::map<std::string, uint64_t> failed_per_kind;    // kFailed events: device calls that failed
-  // Allocations per pool (0 = default), for traces with private pools.
-  std::map<uint32_t, uint64_t> allocs_per_pool;
+  // What each pool held (0 = the default pool). Counts are of recorded events (the rebuilt
+  // starting state apart, as above); the peaks include the starting state.
+  struct Pool {
+    uint64_t allocs = 0;
+    uint64_t segments = 0;              // cudaMalloc segments and mapped expandable ranges
+    uint64_t peak_reserved_bytes = 0;   // the most its segments held at once
+    uint64_t peak_requested_bytes = 0;  // the most its live blocks' requested bytes reached
+  };
+  std::map<uint32_t, Pool> pools;
 };
+
+// A private pool as the trace names it: kind "graph" (a capture's own pool) or "mempool"
+// (torch.cuda.MemPool, graph_pool_handle()), empty when unknown; PyTorch's MempoolId_t.
+struct PoolName {
+  uint32_t id = 0;
+  std::string kind;
+  uint64_t torch_id_first = 0, torch_id_second = 0;
+  std::string name;
+  friend bool operator==(const PoolName&, const PoolName&) = default;
+};
+
+// The pool a memreplay.torch annotation announces (keys pool, torch_pool_id "A,B", kind), or
+// nullopt for any other annotation.
+std::optional<PoolName> pool_announced(const KeyValues& annotation);
 
 // Two passes over the same events: the first finds each device's peak, the second collects the
 // blocks live at it. Feed all events to add() in the first pass, call start_second_pass(), feed
@@ -62,6 +90,10 @@ class TraceSummarizer {
   struct Live {
     uint64_t requested;
     uint32_t stack;
+    uint32_t pool;
+  };
+  struct PoolBytes {
+    uint64_t reserved = 0, requested = 0;
   };
   struct DeviceState {
     DeviceSummary summary;
@@ -70,12 +102,22 @@ class TraceSummarizer {
     bool captured = false;
     std::array<uint64_t, kEventKindCount> kind_counts{}, inferred_counts{}, failed_counts{};
     std::unordered_map<uint32_t, StackShare> stacks_at_peak;
+    std::map<uint32_t, PoolBytes> pool_bytes;
   };
   void add_one(const Event& event, uint64_t index);
+  static void count_pool(DeviceState& state, const Event& event);
 
   size_t top_stacks_;
   bool second_pass_ = false;
   std::map<uint32_t, DeviceState> devices_;
 };
+
+// The whole summary of a trace read from its start: both passes, and the pool table (the
+// header's, then the pools its annotations announce, by id).
+struct TraceSummary {
+  std::vector<PoolName> pools;
+  std::vector<DeviceSummary> devices;
+};
+TraceSummary summarize_trace(TraceReader& reader, size_t top_stacks = 10);
 
 }  // namespace memreplay

@@ -10,12 +10,11 @@ namespace {
 
 class Prober {
  public:
-  explicit Prober(const ReplayOptions& options) : probe_(options) { probe_.continue_after_oom = false; }
+  Prober(const ReplayOptions& options, uint64_t recorded_peak) : options_(options), recorded_peak_(recorded_peak) {}
   bool fits(uint64_t capacity) {
     const auto known = tested_.find(capacity);
     if (known != tested_.end()) return known->second;
-    probe_.capacity = capacity;
-    const bool ok = !run_replay(probe_).oom_at_event;
+    const bool ok = fits_at(options_, capacity, recorded_peak_);
     ++replays_;
     tested_[capacity] = ok;
     return ok;
@@ -32,7 +31,8 @@ class Prober {
   uint64_t replays() const { return replays_; }
 
  private:
-  ReplayOptions probe_;
+  ReplayOptions options_;
+  uint64_t recorded_peak_;  // probes capped below it start on the address model (fits_at)
   std::map<uint64_t, bool> tested_;
   uint64_t replays_ = 0;
 };
@@ -46,7 +46,7 @@ FitScan scan_min_capacity(const ReplayOptions& options, uint64_t resolution_byte
   const uint64_t top = scan.uncapped.reserved_peak;
   const uint64_t floor = scan.uncapped.requested_peak == 0 ? 0 : scan.uncapped.requested_peak - 1;
 
-  Prober prober(options);
+  Prober prober(options, recorded_malloc_peak(options));
   if (top > floor) {
     for (int i = 1; i < grid_points; ++i)
       prober.fits(floor + static_cast<uint64_t>(double(top - floor) * i / grid_points));

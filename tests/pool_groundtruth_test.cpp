@@ -16,6 +16,7 @@
 #include "replayer/replay_runner.h"
 #include "replayer/trace_summary.h"
 #include "replayer/trace_validator.h"
+#include "tests/cli_run.h"
 #include "tests/test_support.h"
 #include "tests/test_support/groundtruth_rows.h"
 
@@ -126,6 +127,35 @@ TEST(PoolImport, RetryBurstsAreNotInferredAsEmptyCache) {
   // reserved peak and was followed at once by a new segment, as a retry is; it came after a free,
   // as empty_cache calls do (recorder/import/empty_cache_inference.h, rule 3).
   EXPECT_EQ(inferred("empty_cache_steps"), 3u);
+}
+
+// Where a snapshot recorded stacks, they tell a release-and-retry from an empty_cache (rule 0 of
+// recorder/import/empty_cache_inference.h). The capped job with a 512-byte alloc and free put right
+// before its first retry burst (tests/data/pools/make_stack_variants.py): without stacks the burst
+// follows a free and is read as an empty_cache, so the replay under the job's cap counts one retry
+// fewer than the job (the documented bound); with the stacks PyTorch records (the releases carry
+// the stack of the malloc that retried) it is a retry, and the replay is the job's own run, its 2
+// retries included. With empty_cache()'s own stack on empty_cache_steps' bursts, all 3 are found.
+TEST(PoolImport, RecordedStacksTellARetryAfterAFreeFromAnEmptyCache) {
+  const json live = read_json(pool_data("capped_retry.live.json"));
+  auto inferred = [](const std::string& trace) {
+    uint64_t n = 0;
+    for (const Event& e : all_events(trace)) n += e.kind == EventKind::empty_cache;
+    return n;
+  };
+  ReplayOptions request;
+  request.capacity = testing::live_cap_bytes(live);
+  request.trace_path = pool_trace("capped_retry.retry_after_free");
+  EXPECT_EQ(inferred(request.trace_path), 1u);
+  const ReplayMetrics bare = run_replay(request);
+  testing::expect_equals_live_run(bare, live, false);
+  EXPECT_EQ(bare.alloc_retries, 1u);
+
+  request.trace_path = pool_trace("capped_retry.retry_after_free.stacks");
+  EXPECT_EQ(inferred(request.trace_path), 0u);
+  testing::expect_equals_live_run(run_replay(request), live);
+
+  EXPECT_EQ(inferred(pool_trace("empty_cache_steps.stacks")), 3u);
 }
 
 class PoolGroundTruthReplay : public ::testing::TestWithParam<std::string> {};
@@ -280,6 +310,81 @@ TEST(PoolImport, InfoCountsEveryRecordedActionExactly) {
     entries.erase("annotation");  // the snapshot's external_annotations: recorded, but not trace entries
     EXPECT_EQ(entries, expected) << job;
   }
+}
+
+
+// `info` lists each pool with its kind and what it held. The expected figures come from the
+// snapshots themselves, not from our import: tools/pool_summary_from_snapshot.py gives each
+// segment_alloc the segment_pool_id of the final segment at its address (the default pool if the
+// segment is freed later), each alloc the pool of the segment that holds it, and sums per pool.
+// memreplay.torch's traces of the same jobs (separate runs, the pools named in annotations, each
+// event's pool as the allocator saw it) hold exactly the same.
+struct PoolFigures {
+  uint64_t allocs, segments, peak_reserved, peak_requested;
+};
+struct JobPools {
+  const char* job;
+  const char* kind;  // of the one private pool
+  uint64_t torch_first, torch_second;
+  PoolFigures default_pool, private_pool;
+};
+constexpr JobPools kJobPools[] = {
+    {"graphs_shared_pool", "graph", 1, 0, {197, 20, 385875968, 206069186}, {9, 3, 56623104, 56623104}},
+    {"mempool_kv_cache", "mempool", 0, 1, {310, 4, 39845888, 37773312}, {120, 3, 25165824, 5062656}},
+    {"graphed_callables", "mempool", 0, 1, {164, 9, 117440512, 95713280}, {13, 6, 94371840, 78129152}},
+    {"compile_reduce_overhead", "mempool", 0, 1, {127, 4, 27262976, 4464700}, {117, 3, 98566144, 96993280}},
+};
+
+void expect_pool(const DeviceSummary& device, uint32_t pool, const PoolFigures& want) {
+  ASSERT_TRUE(device.pools.contains(pool)) << "pool " << pool;
+  const DeviceSummary::Pool& got = device.pools.at(pool);
+  EXPECT_EQ(got.allocs, want.allocs) << "pool " << pool;
+  EXPECT_EQ(got.segments, want.segments) << "pool " << pool;
+  EXPECT_EQ(got.peak_reserved_bytes, want.peak_reserved) << "pool " << pool;
+  EXPECT_EQ(got.peak_requested_bytes, want.peak_requested) << "pool " << pool;
+}
+
+TEST(PoolInfo, ListsEachPoolWithItsKindAndWhatItHeld) {
+  for (const JobPools& j : kJobPools)
+    for (const std::string& trace : {pool_trace(j.job), pool_data(std::string("live/") + j.job + ".live.mrt").string()}) {
+      SCOPED_TRACE(trace);
+      TraceReader reader(trace);
+      const TraceSummary summary = summarize_trace(reader);
+      ASSERT_EQ(summary.pools.size(), 1u);
+      const PoolName& pool = summary.pools[0];
+      EXPECT_EQ(pool.kind, j.kind);
+      EXPECT_EQ(pool.torch_id_first, j.torch_first);
+      EXPECT_EQ(pool.torch_id_second, j.torch_second);
+      ASSERT_EQ(summary.devices.size(), 1u);
+      EXPECT_EQ(summary.devices[0].pools.size(), 2u);
+      expect_pool(summary.devices[0], kDefaultPool, j.default_pool);
+      expect_pool(summary.devices[0], pool.id, j.private_pool);
+    }
+}
+
+// The same through the CLI, table and --json, on a live trace (whose header names no pool).
+TEST(PoolInfo, TheCliListsALiveTracesPools) {
+  const auto dir = fs::temp_directory_path() / ("memreplay-poolinfo-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace = pool_data("live/mempool_kv_cache.live.mrt").string();
+  const auto json_run = testing::run_memreplay("info --json - " + trace, dir);
+  ASSERT_EQ(json_run.status, 0) << json_run.err;
+  const json info = json::parse(json_run.out);
+  ASSERT_EQ(info["pools"].size(), 1u);
+  EXPECT_EQ(info["pools"][0]["kind"], "mempool");
+  EXPECT_EQ(info["pools"][0]["torch_id"], json::array({0, 1}));
+  const std::string id = std::to_string(info["pools"][0]["id"].get<unsigned>());
+  const json& pools = info["devices"][0]["pools"];
+  EXPECT_EQ(pools[id]["allocs"], 120);
+  EXPECT_EQ(pools[id]["segments"], 3);
+  EXPECT_EQ(pools[id]["peak_reserved_bytes"], 25165824);
+  EXPECT_EQ(pools[id]["peak_requested_bytes"], 5062656);
+  EXPECT_EQ(pools["0"]["allocs"], 310);
+  const auto table = testing::run_memreplay("info " + trace, dir);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("private pool " + id + ": mempool, PyTorch id (0, 1)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(id + "    mempool             120         3"), std::string::npos) << table.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace

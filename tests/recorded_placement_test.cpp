@@ -141,5 +141,50 @@ TEST(RecordedPlacement, TheH200SnapshotReplaysToItsLiveStats) {
   EXPECT_FALSE(model.recorded_placement);
 }
 
+// A capacity search's probe capped below the trace's own cudaMalloc peak cannot make all of the
+// trace's calls: it leaves them (and run_replay replays it again on the model) or runs out of
+// memory while making them. fits_at gives run_replay's verdict from the model's replay alone when
+// that fails. Checked at 24 caps up to each peak, which is the live run's own max_memory_reserved().
+// At one byte below the H200 snapshot's peak the two replays differ: following the recorded calls
+// runs out of memory at event 471 without leaving them, the model at event 243; both fail.
+TEST(RecordedPlacement, AProbeCappedBelowTheRecordedPeakGetsRunReplaysVerdict) {
+  const auto dir = testing::source_dir();
+  const auto h200 = testing::read_json(dir / "docs/gpu-results-2026-12-01-memory-viz/memory_viz_proof.json").at("real");
+  const auto capped = testing::read_json(dir / "tests/data/pools/capped_retry.live.json");
+  for (const auto& [snapshot, live] : {std::pair{dir / "tests/data/h200_torch211_snapshot.pickle.xz", h200},
+                                       std::pair{dir / "tests/data/pools/capped_retry.pickle.xz", capped}}) {
+    SCOPED_TRACE(snapshot.string());
+    ReplayOptions options;
+    options.trace_path = testing::imported_file(snapshot);
+    const uint64_t peak = recorded_malloc_peak(options);
+    EXPECT_EQ(peak, live.at("max_memory_reserved").get<uint64_t>());
+    const uint64_t floor = run_uncapped_replay(options).requested_peak;
+    int fits = 0, fails = 0;
+    for (int i = 0; i <= 24; ++i) {
+      const uint64_t cap = i == 24 ? peak - 1 : floor + (peak - floor) * i / 24;
+      SCOPED_TRACE(cap);
+      ReplayOptions capped_run = options;
+      capped_run.capacity = cap;
+      const bool fit = !run_replay(capped_run).oom_at_event;
+      EXPECT_EQ(fits_at(options, cap, peak), fit);
+      (fit ? fits : fails) += 1;
+    }
+    EXPECT_GT(fails, 0);
+    // The capped job fits just below its live peak (the replay's retries free what the job's did
+    // not need to): the model's fit is checked by a replay that follows the recorded calls.
+    if (snapshot.filename() == "capped_retry.pickle.xz") EXPECT_GT(fits, 0);
+    if (snapshot.filename() == "h200_torch211_snapshot.pickle.xz") {
+      ReplayOptions at = options;
+      at.capacity = peak - 1;
+      const ReplayMetrics following = run_replay(at);
+      at.follow_recorded_placement = false;
+      const ReplayMetrics model = run_replay(at);
+      EXPECT_TRUE(following.recorded_placement);
+      EXPECT_EQ(following.oom_at_event, 471u);
+      EXPECT_EQ(model.oom_at_event, 243u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memreplay

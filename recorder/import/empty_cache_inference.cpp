@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string_view>
 
 namespace memreplay {
 namespace {
@@ -94,9 +96,32 @@ uint64_t reserved_peak(const AllocatorState& initial, std::span<const TraceStep>
   return peak;
 }
 
+// Rule 0: what the run's recorded stacks say, if anything (true: an empty_cache; false: a release
+// inside the next allocation).
+std::optional<bool> stacks_say(const EntryStacks& stacks, std::span<const TraceStep> trace, size_t begin, size_t end) {
+  const uint32_t first = stacks.of_entry(begin);
+  if (first == 0) return std::nullopt;
+  if (stacks.calls_empty_cache(first)) return true;
+  size_t next_alloc = end;
+  while (next_alloc < trace.size() && trace[next_alloc].kind != EventKind::alloc) ++next_alloc;
+  if (next_alloc == trace.size() || stacks.of_entry(next_alloc) != first) return std::nullopt;
+  for (size_t i = begin; i < end; ++i)
+    if (stacks.of_entry(i) != first) return std::nullopt;
+  return false;
+}
+
 }  // namespace
 
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace) {
+bool is_empty_cache_stack(std::span<const FrameText> frames) {
+  constexpr std::string_view kFile = "torch/cuda/memory.py";
+  return std::any_of(frames.begin(), frames.end(), [&](const FrameText& f) {
+    return f.name == "empty_cache" && f.filename.size() >= kFile.size() &&
+           std::string_view(f.filename).substr(f.filename.size() - kFile.size()) == kFile;
+  });
+}
+
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
+                                      const EntryStacks* stacks) {
   std::vector<size_t> found;
   // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
   // never release a segment.
@@ -123,7 +148,8 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
                                       trace[i - 1].kind == EventKind::free_requested);
     const bool retry = !after_free && end < trace.size() && is_growth(trace[end].kind) &&
                        reserved.now + trace[end].size > peak;
-    if (occupancy.run_releases_all_free(run) && !oom_ahead[end] && !retry) found.push_back(i);
+    const std::optional<bool> said = stacks ? stacks_say(*stacks, trace, i, end) : std::nullopt;
+    if (said ? *said : occupancy.run_releases_all_free(run) && !oom_ahead[end] && !retry) found.push_back(i);
     for (const TraceStep& e : run) {
       reserved.apply(e);
       occupancy.apply(e);

@@ -1,6 +1,13 @@
 // Finds the torch.cuda.empty_cache() calls in a PyTorch trace, which records none: the call only
 // shows as the segment_free / segment_unmap entries it causes.
 //
+// Rule 0, where the snapshot recorded stacks (frames on its entries, _record_memory_history with
+// context): PyTorch records each segment_free with the context of the call that released it.
+// torch.cuda.empty_cache() gathers its own (a frame `empty_cache` of torch/cuda/memory.py); a
+// release-and-retry (or GC) inside malloc uses that malloc's context, which its segment_alloc and
+// alloc entries carry too. So a run whose first release names empty_cache is one, and a run whose
+// every release carries the stack of the next alloc is not; any other run goes to rules 1-3.
+//
 // Rule: a maximal run of consecutive segment_free/segment_unmap entries is an empty_cache when
 //   1. it releases EVERY cudaMalloc segment that is entirely free just before it (occupancy is
 //      tracked from the initial state through every alloc / free_completed), and
@@ -19,7 +26,7 @@
 // run and are ordinary trace events; the inferred empty_cache goes right before the first
 // release, so a replay sees those blocks completed, as the real call did.
 //
-// What this does not tell apart:
+// What this does not tell apart without stacks (rule 0 settles the first two where they exist):
 // - Garbage collection and release_available_cached_blocks release only some free segments, so
 //   rule 1 rejects them — unless the segments they release happen to be all the free ones.
 // - Rule 3 takes an empty_cache made at the reserved peak, not right after a free, and followed at
@@ -34,16 +41,29 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "proto/event.h"
+#include "proto/frame_text.h"
 #include "recorder/import/allocator_state.h"
 
 namespace memreplay {
 
+// The stacks a snapshot recorded, for rule 0: the stack id of entry i (0: none), and whether a
+// stack holds torch.cuda.empty_cache's frame.
+struct EntryStacks {
+  std::function<uint32_t(size_t)> of_entry;
+  std::function<bool(uint32_t)> calls_empty_cache;
+};
+
+// Whether a snapshot's frames list comes from torch.cuda.empty_cache().
+bool is_empty_cache_stack(std::span<const FrameText> frames);
+
 // Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
-// of each run inferred to be an empty_cache, ascending.
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace);
+// of each run inferred to be an empty_cache, ascending. `stacks`: null where none were recorded.
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
+                                      const EntryStacks* stacks = nullptr);
 
 }  // namespace memreplay

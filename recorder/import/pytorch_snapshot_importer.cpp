@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "proto/input_error.h"
 #include "recorder/import/allocator_state.h"
@@ -71,7 +72,11 @@ class SnapshotImporter final : public pickle::DeviceTraceSink {
 
     sink.begin(header_);
     stack_ids_.reserve(stacks_.size());
-    for (const auto& frames : stacks_) stack_ids_.push_back(sink.intern_stack(frames));
+    std::unordered_set<uint32_t> empty_cache_stacks;  // sink ids of torch.cuda.empty_cache()'s stacks
+    for (const auto& frames : stacks_) {
+      stack_ids_.push_back(sink.intern_stack(frames));
+      if (is_empty_cache_stack(frames)) empty_cache_stacks.insert(stack_ids_.back());
+    }
     for (size_t d = 0; d < devices_.size(); ++d) {
       const StepSpool& spool = devices_[d].spool;
       uint64_t start = spool.size() == 0 ? header_.capture_time_ns() : spool.time(0);
@@ -87,7 +92,12 @@ class SnapshotImporter final : public pickle::DeviceTraceSink {
     std::vector<DeviceCursor> cursors;
     cursors.reserve(devices_.size());
     for (size_t d = 0; d < devices_.size(); ++d) {
-      cursors.emplace_back(*this, static_cast<uint32_t>(d), infer_empty_cache(initial[d], devices_[d].spool.steps()));
+      const StepSpool& spool = devices_[d].spool;
+      // Stacks by content (the sink's ids): equal frames lists need not be one pickled object.
+      const EntryStacks stacks{[&](size_t i) { return spool.stack(i) == 0 ? 0 : stack_ids_[spool.stack(i) - 1]; },
+                               [&](uint32_t id) { return empty_cache_stacks.contains(id); }};
+      cursors.emplace_back(*this, static_cast<uint32_t>(d),
+                           infer_empty_cache(initial[d], spool.steps(), stacks_.empty() ? nullptr : &stacks));
       devices_[d].spool.release_all();
     }
     emit_merged(sink, cursors);

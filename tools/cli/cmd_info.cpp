@@ -1,5 +1,6 @@
 // memreplay info TRACE: what a trace holds, and the peak of live requested bytes with its stacks.
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
@@ -25,22 +26,10 @@ nlohmann::json stack_json(TraceReader& reader, uint32_t stack) {
 }
 
 nlohmann::json summarize(TraceReader& reader, const std::string& path) {
-  TraceSummarizer summarizer;
-  std::vector<Event> batch;
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      reader.rewind();
-      summarizer.start_second_pass();
-    }
-    uint64_t index = 0;
-    while (reader.next_batch(batch)) {
-      summarizer.add(batch, index);
-      index += batch.size();
-    }
-  }
+  const TraceSummary summary = summarize_trace(reader);
   const auto& h = reader.header();
   nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : summarizer.finish()) {
+  for (const auto& d : summary.devices) {
     nlohmann::json top = nlohmann::json::array();
     for (const auto& s : d.top_stacks_at_peak)
       top.push_back({{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(reader, s.stack)}});
@@ -50,9 +39,12 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
       if (info.index() == d.device) name = info.name(), total = info.total_memory();
     const auto& start = d.starting_state;
     nlohmann::json pools = nlohmann::json::object();
-    // Live traces name their pools in annotations rather than in the header.
-    if (h.pools_size() > 0 || d.allocs_per_pool.size() > 1)
-      for (const auto& [pool, allocs] : d.allocs_per_pool) pools[std::to_string(pool)] = {{"allocs", allocs}};
+    if (!summary.pools.empty() || d.pools.size() > 1)
+      for (const auto& [pool, p] : d.pools)
+        pools[std::to_string(pool)] = {{"allocs", p.allocs},
+                                       {"segments", p.segments},
+                                       {"peak_reserved_bytes", p.peak_reserved_bytes},
+                                       {"peak_requested_bytes", p.peak_requested_bytes}};
     devices.push_back({{"device", d.device},
                        {"name", name},
                        {"total_memory", total},
@@ -71,9 +63,9 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
   }
   std::map<std::string, std::string> settings(h.allocator_settings().begin(), h.allocator_settings().end());
   nlohmann::json pools = nlohmann::json::array();
-  for (const auto& p : h.pools())
-    pools.push_back({{"id", p.id()}, {"kind", p.kind()}, {"torch_id", {p.torch_id_first(), p.torch_id_second()}},
-                     {"name", p.name()}});
+  for (const auto& p : summary.pools)  // the header's, or a live trace's announced ones
+    pools.push_back({{"id", p.id}, {"kind", p.kind}, {"torch_id", {p.torch_id_first, p.torch_id_second}},
+                     {"name", p.name}});
   return {{"trace", path},
           {"format_version", std::to_string(h.format_major()) + "." + std::to_string(h.format_minor())},
           {"source", h.source()},
@@ -96,11 +88,14 @@ void print_summary(const nlohmann::json& s) {
     std::printf("  imported from %s\n", s["source_file"].get<std::string>().c_str());
   if (s["starts_mid_run"].get<bool>())
     std::printf("  starts mid-run: the allocator state at its first entry was rebuilt\n");
-  for (const auto& p : s["pools"])
-    std::printf("  private pool %u: %s, PyTorch id (%llu, %llu)%s\n", p["id"].get<unsigned>(),
-                p["kind"].get<std::string>().c_str(), p["torch_id"][0].get<unsigned long long>(),
-                p["torch_id"][1].get<unsigned long long>(),
+  std::map<std::string, std::string> pool_labels{{"0", "default"}};
+  for (const auto& p : s["pools"]) {
+    const std::string kind = p["kind"].get<std::string>().empty() ? "kind unknown" : p["kind"].get<std::string>();
+    std::printf("  private pool %u: %s, PyTorch id (%llu, %llu)%s\n", p["id"].get<unsigned>(), kind.c_str(),
+                p["torch_id"][0].get<unsigned long long>(), p["torch_id"][1].get<unsigned long long>(),
                 p["name"].get<std::string>().empty() ? "" : (" " + p["name"].get<std::string>()).c_str());
+    pool_labels[std::to_string(p["id"].get<unsigned>())] = kind;
+  }
   for (const auto& d : s["devices"]) {
     std::printf("device %d%s: %zu streams, %.3f s\n", d["device"].get<int>(),
                 d["name"].get<std::string>().empty() ? "" : (" (" + d["name"].get<std::string>() + ")").c_str(),
@@ -116,8 +111,17 @@ void print_summary(const nlohmann::json& s) {
       std::printf("  rebuilt starting state (not recorded events): %llu segments (%s), %llu live blocks (%s requested)\n",
                   start["segments"].get<unsigned long long>(), format_bytes(start["segment_bytes"].get<uint64_t>()).c_str(),
                   start["blocks"].get<unsigned long long>(), format_bytes(start["block_bytes"].get<uint64_t>()).c_str());
-    for (const auto& [pool, p] : d["pools"].items())
-      std::printf("  pool %-13s %llu allocs\n", pool.c_str(), p["allocs"].get<unsigned long long>());
+    if (!d["pools"].empty())
+      std::printf("  %-4s %-12s %10s %9s %14s %15s\n", "pool", "kind", "allocs", "segments", "peak reserved",
+                  "peak requested");
+    for (const auto& [pool, p] : d["pools"].items()) {
+      const auto label = pool_labels.find(pool);
+      std::printf("  %-4s %-12s %10llu %9llu %14s %15s\n", pool.c_str(),
+                  label == pool_labels.end() ? "kind unknown" : label->second.c_str(),
+                  p["allocs"].get<unsigned long long>(), p["segments"].get<unsigned long long>(),
+                  format_bytes(p["peak_reserved_bytes"].get<uint64_t>()).c_str(),
+                  format_bytes(p["peak_requested_bytes"].get<uint64_t>()).c_str());
+    }
     std::printf("  peak live requested: %s (%llu bytes) at event %llu\n",
                 format_bytes(d["peak_requested_bytes"].get<uint64_t>()).c_str(),
                 d["peak_requested_bytes"].get<unsigned long long>(), d["peak_event"].get<unsigned long long>());
