@@ -103,6 +103,7 @@ class GmlakePolicy final : public Policy {
       return std::nullopt;
     }
     ranges_.emplace(*range, Range{size, size});
+    large_span_ = {std::min(large_span_.first, *range), std::max(large_span_.second, *range + size)};
     pieces_.emplace(*range, Piece{size, *range, false, ranges_created_++});
     return *range;
   }
@@ -123,7 +124,9 @@ class GmlakePolicy final : public Policy {
 
   bool do_free(uint64_t address, StreamId stream) override {
     // Not a large piece: small_'s, whose own contract check names an address neither handed out.
-    const auto it = pieces_.find(address);
+    // Outside every virtual range made so far it cannot be one, and the btree need not be asked.
+    const bool maybe_large = large_span_.first <= address && address < large_span_.second;
+    const auto it = maybe_large ? pieces_.find(address) : pieces_.end();
     if (it == pieces_.end()) {
       small_->free(address, stream);
       return true;
@@ -158,6 +161,7 @@ class GmlakePolicy final : public Policy {
   absl::btree_map<uint64_t, Piece> pieces_;            // every large block, live or free
   absl::btree_set<FreeKey> free_;                        // free pieces
   uint64_t ranges_created_ = 0;
+  std::pair<uint64_t, uint64_t> large_span_{UINT64_MAX, 0};  // [lowest start, highest end) of the ranges made
 };
 
 std::unique_ptr<Policy> make_gmlake(std::string_view options, Device& device) {
