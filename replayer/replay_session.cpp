@@ -12,7 +12,6 @@ ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions optio
     : policy_(policy), device_(device), device_counters_(device.counters()), options_(std::move(options)), timeline_(options_.timeline_points) {
   metrics_.trace_device = options_.trace_device;
   metrics_.capacity = device_.capacity();
-  live_.reserve(1 << 14);
 }
 
 void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) {
@@ -46,15 +45,14 @@ bool ReplaySession::feed_events(std::span<const Event> events, uint64_t first_tr
 void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
   if (event.flags & kFailed) [[unlikely]]
     return;  // a device call that failed (interposed traces): nothing changed
+  // Nearly every event is an alloc or a free: two predictable branches before the jump table.
+  if (event.kind == EventKind::alloc && !event.has_flag(kPreexisting)) [[likely]]
+    return on_alloc(event, trace_index);
+  if (event.kind == EventKind::free_completed) [[likely]]
+    return on_free(event, trace_index);
   switch (event.kind) {
     case EventKind::alloc:
-      if (event.has_flag(kPreexisting)) [[unlikely]]
-        on_preexisting_alloc(event, trace_index);
-      else
-        on_alloc(event, trace_index);
-      break;
-    case EventKind::free_completed:
-      on_free(event, trace_index);
+      on_preexisting_alloc(event, trace_index);
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
@@ -95,14 +93,14 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   try {
     block = timed_allocate(event.size, event.stream, event.pool);
   } catch (...) {
-    live_.erase(slot);
+    live_.take(event.address);
     throw;
   }
   if (!block) {
-    live_.erase(slot);
+    live_.take(event.address);
     return record_oom(event, index, trace_index);
   }
-  slot->second = LiveBlock{block->address, block->size, event.size};
+  *slot = LiveBlock{block->address, block->size, event.size};
   count_live(*block, event.size);
   after_change(event.time_ns);
 }
@@ -110,18 +108,21 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
 void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   ++replay_index_;
   ++metrics_.events;
-  const auto it = live_.find(event.address);
-  if (it == live_.end()) {
+  const std::optional<LiveBlock> taken = live_.take(event.address);
+  if (!taken) {
     if (failed_allocations_.erase(event.address) != 0) return;  // its alloc OOMed in this replay
     inconsistent(trace_index, "free_completed of " + hex_address(event.address) + ", which is not a live block");
     return;
   }
-  if (options_.check_pools) [[unlikely]]
-    if (auto problem = pools_.on_free(event)) return inconsistent(trace_index, *problem);
-  const LiveBlock block = it->second;
+  if (options_.check_pools) [[unlikely]] {
+    if (auto problem = pools_.on_free(event)) {
+      live_.insert(event.address, *taken);  // skipped (--lenient): the block stays live
+      return inconsistent(trace_index, *problem);
+    }
+  }
+  const LiveBlock block = *taken;
   allocated_ -= block.size;
   requested_ -= block.requested;
-  live_.erase(it);
   try {
     timed_free(block.policy_address, event.stream);
   } catch (const PolicyContractError& e) {
@@ -137,8 +138,7 @@ uint64_t ReplaySession::device_calls() const {
          c.pool_grow_calls + c.pool_trim_calls + c.failed_calls;
 }
 
-std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
-  if (!options_.time_operations) return pool == 0 ? policy_.allocate(bytes, stream) : policy_.allocate_in_pool(bytes, stream, pool);
+std::optional<Block> ReplaySession::allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool) {
   const uint64_t calls_before = device_calls();
   const auto start = std::chrono::steady_clock::now();
   auto block = policy_.allocate_in_pool(bytes, stream, pool);
@@ -147,8 +147,7 @@ std::optional<Block> ReplaySession::timed_allocate(uint64_t bytes, StreamId stre
   return block;
 }
 
-void ReplaySession::timed_free(uint64_t address, StreamId stream) {
-  if (!options_.time_operations) return policy_.free(address, stream);
+void ReplaySession::free_measuring_latency(uint64_t address, StreamId stream) {
   const uint64_t calls_before = device_calls();
   const auto start = std::chrono::steady_clock::now();
   policy_.free(address, stream);
@@ -230,7 +229,7 @@ void ReplaySession::record_oom(const Event& event, uint64_t index, uint64_t trac
 }
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {
-  live_.emplace(trace_address, LiveBlock{block.address, block.size, requested});
+  if (const auto [slot, made] = live_.try_emplace(trace_address); made) *slot = LiveBlock{block.address, block.size, requested};
   count_live(block, requested);
 }
 
@@ -241,22 +240,18 @@ void ReplaySession::count_live(const Block& block, uint64_t requested) {
   metrics_.requested_peak = std::max(metrics_.requested_peak, requested_);
 }
 
-void ReplaySession::after_change(uint64_t time_ns) {
-  const uint64_t reserved = device_counters_.reserved_bytes;
-  if (reserved > metrics_.reserved_peak) {
-    // A new reserved peak: measure fragmentation now, from outside the policy.
-    metrics_.reserved_peak = reserved;
-    metrics_.fragmentation_at_peak = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
-    std::vector<std::pair<uint64_t, uint64_t>> blocks;
-    blocks.reserve(live_.size());
-    for (const auto& [_, b] : live_) blocks.emplace_back(b.policy_address, b.size);
-    const FreeSpace free_space = measure_free_space(device_.backed_ranges(), blocks);
-    metrics_.total_free_at_peak = free_space.total_free;
-    metrics_.largest_free_at_peak = free_space.largest_free;
-    metrics_.free_fragmentation_at_peak =
-        free_space.total_free == 0 ? 0.0 : 1.0 - double(free_space.largest_free) / double(free_space.total_free);
-  }
-  timeline_.record(replay_index_, time_ns, reserved, allocated_, requested_);
+// A new reserved peak: measure fragmentation now, from outside the policy.
+void ReplaySession::measure_new_peak(uint64_t reserved) {
+  metrics_.reserved_peak = reserved;
+  metrics_.fragmentation_at_peak = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+  std::vector<std::pair<uint64_t, uint64_t>> blocks;
+  blocks.reserve(live_.size());
+  live_.for_each([&](uint64_t, const LiveBlock& b) { blocks.emplace_back(b.policy_address, b.size); });
+  const FreeSpace free_space = measure_free_space(device_.backed_ranges(), blocks);
+  metrics_.total_free_at_peak = free_space.total_free;
+  metrics_.largest_free_at_peak = free_space.largest_free;
+  metrics_.free_fragmentation_at_peak =
+      free_space.total_free == 0 ? 0.0 : 1.0 - double(free_space.largest_free) / double(free_space.total_free);
 }
 
 ReplayMetrics ReplaySession::finish() {

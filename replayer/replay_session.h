@@ -31,7 +31,6 @@
 #include <string>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
 #include "policies/policy.h"
@@ -40,6 +39,7 @@
 #include "replayer/metrics.h"
 #include "replayer/pool_consistency.h"
 #include "replayer/replay_options.h"
+#include "policies/detail/address_map.h"
 #include "replayer/timeline.h"
 
 namespace memreplay {
@@ -80,11 +80,29 @@ class ReplaySession {
   void record_oom(const Event& event, uint64_t index, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void count_live(const Block& block, uint64_t requested);  // live bytes and their peaks
-  void after_change(uint64_t time_ns);
+  // After every change: the reserved peak and the timeline (inline: it runs for every event).
+  void after_change(uint64_t time_ns) {
+    const uint64_t reserved = device_counters_.reserved_bytes;
+    if (reserved > metrics_.reserved_peak) [[unlikely]]
+      measure_new_peak(reserved);
+    timeline_.record(replay_index_, time_ns, reserved, allocated_, requested_);
+  }
+  void measure_new_peak(uint64_t reserved);
   void inconsistent(uint64_t trace_index, const std::string& what);
   uint64_t device_calls() const;
-  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool);
-  void timed_free(uint64_t address, StreamId stream);
+  // The policy's allocate and free, timed per operation only with options_.time_operations.
+  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
+    if (!options_.time_operations) [[likely]]
+      return policy_.allocate_in_pool(bytes, stream, pool);
+    return allocate_measuring_latency(bytes, stream, pool);
+  }
+  void timed_free(uint64_t address, StreamId stream) {
+    if (!options_.time_operations) [[likely]]
+      return policy_.free(address, stream);
+    free_measuring_latency(address, stream);
+  }
+  std::optional<Block> allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool);
+  void free_measuring_latency(uint64_t address, StreamId stream);
 
   Policy& policy_;
   Device& device_;
@@ -92,8 +110,8 @@ class ReplaySession {
   ReplayOptions options_;
   ReplayMetrics metrics_;
   Timeline timeline_;
-  // Open addressing: the per-event lookups are the engine's hot path.
-  absl::flat_hash_map<uint64_t, LiveBlock> live_;       // trace address -> block
+  // Open addressing: the per-event lookups are the engine's hot path (the policies' map).
+  detail::AddressMap<LiveBlock> live_;                  // trace address -> block
   absl::flat_hash_set<uint64_t> failed_allocations_;    // trace addresses whose alloc OOMed
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
   uint64_t allocated_ = 0;

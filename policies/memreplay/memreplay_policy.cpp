@@ -18,8 +18,12 @@
 //      reserved memory under ~1.02 x H if the peak comes now); a request that would pass the
 //      budget first unmaps just enough cached free pages (one run where one suffices, else the
 //      largest runs: fewest calls), so the cache is moved to where it is needed.
-//   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap; the
-//      request fails only when the cap minus what live blocks pin cannot hold it.
+//   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap, and a
+//      request goes where it adds the fewest pages that no live block touches yet (then the fewest
+//      new maps, then best fit): under a cap the pinned pages decide what fits, and the partly
+//      used pages at the edges of holes are what a calls-first placement wastes (VmmArena::
+//      place_tightest). The request fails only when the cap minus what live blocks pin cannot
+//      hold it.
 // An online allocator cannot grow in steps larger than that margin without risking more than
 // 1.02 x at an unknown peak, so the growth from nothing to the peak costs about
 // ln(peak / first step) / ln(1 + 1/64) maps; PyTorch's segments grow by whole requests.
@@ -55,7 +59,9 @@ class MemreplayPolicy final : public Policy {
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
     const uint64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    const auto placement = arena_.place(size, false);
+    // Under a capacity the pages that live blocks pin decide what fits, not the calls: place for
+    // the smallest footprint there (rule 4).
+    const auto placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
     if (!placement) return std::nullopt;
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);

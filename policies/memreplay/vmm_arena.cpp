@@ -48,6 +48,47 @@ std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top
   return best;
 }
 
+uint64_t VmmArena::footprint_of(const suballoc::Range& range, uint64_t address, uint64_t bytes) const {
+  const uint64_t lo = page_floor(address);
+  const uint64_t hi = page_ceil(address + bytes);
+  // A free range's neighbours are live blocks (free ranges coalesce): the page holding an
+  // unaligned start or end of the range is touched by one.
+  const bool first_touched = lo < range.start;
+  const bool last_touched = hi > range.end;
+  if (hi - lo == page_) return first_touched || last_touched ? 0 : page_;
+  return hi - lo - (first_touched ? page_ : 0) - (last_touched ? page_ : 0);
+}
+
+std::optional<VmmArena::Placement> VmmArena::place_tightest(uint64_t bytes) {
+  if (!ensure_reserved()) return std::nullopt;
+  std::optional<Placement> best;
+  uint64_t best_footprint = 0;
+  // No placement touches fewer new pages than those it spans, less one shared page at each end.
+  const uint64_t spanned = page_ceil(bytes) / page_;
+  const uint64_t floor_footprint = spanned > 2 ? (spanned - 2) * page_ : 0;
+  ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
+    for (const uint64_t address : {range->start, range->end - bytes}) {
+      const uint64_t footprint = footprint_of(*range, address, bytes);
+      if (best && footprint > best_footprint) continue;
+      const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
+      if (!best || footprint < best_footprint || cost < best->new_bytes) {
+        best = Placement{address, cost, range};
+        best_footprint = footprint;
+      }
+    }
+    return best_footprint > floor_footprint || best->new_bytes > 0;
+  });
+  return best;
+}
+
+uint64_t VmmArena::pinned_bytes() const {
+  if (!base_) return 0;
+  uint64_t untouched = 0;
+  for (const auto& [start, end] : ranges_.free_in_chain(*base_))
+    if (page_floor(end) > page_ceil(start)) untouched += page_floor(end) - page_ceil(start);
+  return va_bytes_ - untouched;
+}
+
 suballoc::Range* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
   const uint64_t address = placement.address;
   if (placement.new_bytes > 0 || extend_bytes > 0) {

@@ -41,6 +41,9 @@ class VmmArena {
   // `from_top`: among equal costs prefer the high end of a free range (large blocks gather at the
   // top of the address space, small ones at the bottom).
   std::optional<Placement> place(uint64_t bytes, bool from_top);
+  // Where `bytes` adds the fewest pages to those live blocks touch (the footprint a capacity must
+  // hold), then the fewest newly mapped pages, then best fit.
+  std::optional<Placement> place_tightest(uint64_t bytes);
   // Maps the missing pages of the placement's [address, +bytes) and takes the block out of its
   // free range (the free ranges must not have changed since place()). Returns the block's range,
   // the handle give_back() takes.
@@ -60,10 +63,14 @@ class VmmArena {
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t page_bytes() const { return page_; }
+  // Bytes of the pages that live blocks touch: what must stay mapped.
+  uint64_t pinned_bytes() const;
 
  private:
   bool ensure_reserved();
   uint64_t unmapped_bytes_in(uint64_t start, uint64_t end) const;  // page-aligned range
+  // Bytes of the pages of [address, +bytes), inside the free `range`, that no live block touches.
+  uint64_t footprint_of(const suballoc::Range& range, uint64_t address, uint64_t bytes) const;
   uint64_t page_floor(uint64_t address) const { return address / page_ * page_; }
   uint64_t page_ceil(uint64_t address) const { return (address + page_ - 1) / page_ * page_; }
   void add_mapped(uint64_t start, uint64_t end);

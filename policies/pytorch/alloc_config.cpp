@@ -80,13 +80,6 @@ void parse_backend(const PolicyOptions& options, const PolicyOption& entry) {
 
 }  // namespace
 
-uint64_t AllocConfig::divisions_for(uint64_t bytes) const {
-  // Interval index: floor(log2 bytes) - 20, clamped to [0, 15].
-  const auto log_size = static_cast<size_t>(std::bit_width(bytes | 1) - 1);
-  const size_t index = log_size > 20 ? std::min(log_size - 20, kRoundUpPowerOfTwoIntervals - 1) : 0;
-  return roundup_power2_divisions[index];
-}
-
 AllocConfig parse_alloc_config(std::string_view conf) {
   const PolicyOptions options(
       "pytorch", conf,

@@ -21,7 +21,9 @@
 // cuda_async policy). Anything else, or a bad value, is a PolicySpecError naming the option.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -43,7 +45,12 @@ struct AllocConfig {
   double per_process_memory_fraction = 1.0;
 
   // The divisions that apply to a request of `bytes` (PyTorch's roundup_power2_divisions(size)).
-  uint64_t divisions_for(uint64_t bytes) const;
+  uint64_t divisions_for(uint64_t bytes) const {  // inline: every allocation asks
+    // Interval index: floor(log2 bytes) - 20, clamped to [0, 15].
+    const auto log_size = static_cast<size_t>(std::bit_width(bytes | 1) - 1);
+    const size_t index = log_size > 20 ? std::min(log_size - 20, kRoundUpPowerOfTwoIntervals - 1) : 0;
+    return roundup_power2_divisions[index];
+  }
 };
 
 // Parses an option string exactly as a user writes PYTORCH_CUDA_ALLOC_CONF ("" gives the

@@ -26,7 +26,6 @@
 #include "policies/detail/address_map.h"
 #include "policies/detail/block_arena.h"
 #include "policies/detail/free_block_set.h"
-#include "policies/detail/node_pool.h"
 #include "policies/device.h"
 
 namespace memreplay::pytorch {
@@ -45,7 +44,8 @@ struct CacheBlock {
   CacheBlock* next = nullptr;  // higher neighbour in the same segment
   ExpandableSegment* segment = nullptr;  // the expandable segment it lies in, if any
   int64_t gc_count_base = 0;  // pool's get_free_block count when (re)inserted into the free set
-  detail::FreeEntrySet<CacheBlock>::const_iterator free_entry{};  // its entry while in a free set: O(1) erase
+  CacheBlock* free_prev = nullptr;  // neighbours in its free set's size bin, while in one
+  CacheBlock* free_next = nullptr;
   bool allocated = false;
   bool mapped = true;  // false only for unmapped ranges of expandable segments
 
@@ -54,8 +54,7 @@ struct CacheBlock {
 
 using BlockArena = detail::BlockArena<CacheBlock>;
 using FreeBlockSet = detail::FreeBlockSet<CacheBlock>;
-using AddressMap = detail::AddressMap<CacheBlock>;  // allocated blocks by address
-using detail::NodePool;
+using AddressMap = detail::AddressMap<CacheBlock*>;  // allocated blocks by address
 
 // Unmapped ranges of expandable segments of one pool, ordered by (stream, address).
 class UnmappedSet {
@@ -84,7 +83,7 @@ class UnmappedSet {
 };
 
 struct BlockPool {
-  BlockPool(bool small, std::shared_ptr<NodePool> nodes) : is_small(small), blocks(std::move(nodes)) {}
+  explicit BlockPool(bool small) : is_small(small) {}
 
   // Every insertion into `blocks` goes through here: it restarts the block's GC age.
   void insert_into_blocks(CacheBlock* block) {

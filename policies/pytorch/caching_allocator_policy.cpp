@@ -59,7 +59,7 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate(uint64_t bytes, StreamI
 
 CachingAllocatorPolicy::PrivatePool& CachingAllocatorPolicy::private_pool(PoolId pool) {
   auto& slot = private_pools_[pool];
-  if (!slot) slot = std::make_unique<PrivatePool>(set_nodes_);
+  if (!slot) slot = std::make_unique<PrivatePool>();
   return *slot;
 }
 
@@ -83,8 +83,9 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes,
 
 bool CachingAllocatorPolicy::do_free(uint64_t address, StreamId) {
   // The block returns to the pool of its allocation stream, whichever stream frees it (as PyTorch).
-  CacheBlock* block = live_.take(address);
-  if (block == nullptr) return false;
+  const std::optional<CacheBlock*> taken = live_.take(address);
+  if (!taken) return false;
+  CacheBlock* block = *taken;
   block->allocated = false;
   stats_.allocation.decrease(1);
   stats_.allocated_bytes.decrease(block->size);
@@ -119,7 +120,7 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
   auto it = blocks.lower_bound(p.stream, p.size);
   if (it == blocks.end() || it->stream != p.stream) return false;
 
-  if (it->block->segment != nullptr) {
+  if (it->segment != nullptr) {
     if (p.expandable) {
       // Best fit by the size a block could grow to: a block followed by unmapped VA (a segment's
       // tail) counts that VA, so a later block that stays smaller is preferred.
@@ -127,15 +128,15 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
         return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
       };
       auto next = std::next(it);
-      while (it->block->segment != nullptr && next != blocks.end() && next->stream == p.stream &&
-             expandable_size(next->block) < expandable_size(it->block)) {
+      while (it->segment != nullptr && next != blocks.end() && next->stream == p.stream &&
+             expandable_size(&*next) < expandable_size(&*it)) {
         it = next++;
       }
     } else {
       // Expandable segments switched off: skip their blocks.
       do {
         ++it;
-      } while (it != blocks.end() && it->block->segment != nullptr && it->stream == p.stream);
+      } while (it != blocks.end() && it->segment != nullptr && it->stream == p.stream);
       if (it == blocks.end() || it->stream != p.stream) return false;
     }
   }
@@ -146,7 +147,7 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
   if (p.size < max_split && it->size >= max_split) return false;
   if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size))
     return false;
-  p.block = it->block;
+  p.block = &*it;
   blocks.erase(it);
   return true;
 }
@@ -281,8 +282,8 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   FreeBlockSet& blocks = p.pool->blocks;
   const uint64_t key_size = std::max(p.size, max_split);
   auto it = blocks.lower_bound(p.stream, key_size);
-  if (it != blocks.end() && it->stream == p.stream && it->block->segment == nullptr) {
-    release_block(it->block);  // one oversize segment big enough
+  if (it != blocks.end() && it->stream == p.stream && it->segment == nullptr) {
+    release_block(&*it);  // one oversize segment big enough
     return true;
   }
   // Otherwise free oversize segments of this stream from the largest down until key_size bytes
@@ -292,8 +293,8 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   uint64_t released = 0;
   --it;
   while (released < key_size && it->size >= max_split && it->stream == p.stream) {
-    if (it->block->segment == nullptr) {
-      victims.push_back(it->block);
+    if (it->segment == nullptr) {
+      victims.push_back(&*it);
       released += it->size;
     }
     if (it == blocks.begin()) break;
@@ -319,11 +320,11 @@ void CachingAllocatorPolicy::release_blocks(BlockPool& pool) {
   // Walk first, act after: releasing and unmapping change the set.
   std::vector<CacheBlock*> to_release;
   std::vector<CacheBlock*> to_unmap;
-  for (const auto& entry : pool.blocks) {
-    if (entry.block->segment != nullptr) {
-      to_unmap.push_back(entry.block);
-    } else if (!entry.block->is_split()) {
-      to_release.push_back(entry.block);
+  for (auto& entry : pool.blocks) {
+    if (entry.segment != nullptr) {
+      to_unmap.push_back(&entry);
+    } else if (!entry.is_split()) {
+      to_release.push_back(&entry);
     }
   }
   for (CacheBlock* block : to_release) release_block(block);
@@ -346,9 +347,9 @@ void CachingAllocatorPolicy::garbage_collect_cached_blocks() {
 
   uint64_t total_age = 0;
   int64_t freeable = 0;
-  for (const auto& entry : pool.blocks) {
-    if (!entry.block->is_split()) {
-      total_age += age(entry.block);
+  for (auto& entry : pool.blocks) {
+    if (!entry.is_split()) {
+      total_age += age(&entry);
       ++freeable;
     }
   }
@@ -363,10 +364,10 @@ void CachingAllocatorPolicy::garbage_collect_cached_blocks() {
     const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable);
     // One pass in set order; the threshold is fixed for the pass, so collect, then release.
     victims.clear();
-    for (const auto& entry : pool.blocks) {
-      const CacheBlock* block = entry.block;
+    for (auto& entry : pool.blocks) {
+      const CacheBlock* block = &entry;
       if (!block->is_split() && block->segment == nullptr && static_cast<double>(age(block)) >= age_threshold)
-        victims.push_back(entry.block);
+        victims.push_back(&entry);
     }
     freed = !victims.empty();
     for (CacheBlock* block : victims) {
@@ -514,10 +515,10 @@ std::optional<Block> CachingAllocatorPolicy::do_adopt_block(uint64_t address, ui
   std::vector<BlockPool*> pools = {&small_blocks_, &large_blocks_};
   for (auto& [_, owner] : private_pools_) pools.insert(pools.end(), {&owner->small_blocks, &owner->large_blocks});
   for (BlockPool* pool : pools) {
-    for (const auto& entry : pool->blocks) {
-      const CacheBlock* b = entry.block;
+    for (auto& entry : pool->blocks) {
+      const CacheBlock* b = &entry;
       if (b->stream == stream && b->address <= address && address + size <= b->address + b->size) {
-        host = entry.block;
+        host = &entry;
         break;
       }
     }

@@ -80,15 +80,16 @@ class CachingAllocatorPolicy final : public Policy {
     CacheBlock* block = nullptr;
   };
 
-  bool get_free_block(AllocParams& p);
+  // The steps of every allocation and free, inlined into do_allocate / do_free (measured: ~5%).
+  [[gnu::always_inline]] inline bool get_free_block(AllocParams& p);
   bool alloc_block(AllocParams& p, bool is_retry);
   bool release_available_cached_blocks(const AllocParams& p);
   bool release_cached_blocks();
   void garbage_collect_cached_blocks();
-  CacheBlock* alloc_found_block(const AllocParams& p, uint64_t requested, bool split);
+  [[gnu::always_inline]] inline CacheBlock* alloc_found_block(const AllocParams& p, uint64_t requested, bool split);
   bool should_split(const CacheBlock* block, uint64_t size, bool expandable) const;
-  void free_block(CacheBlock* block);
-  uint64_t try_merge_blocks(CacheBlock* dst, CacheBlock* src, BlockPool& pool);
+  [[gnu::always_inline]] inline void free_block(CacheBlock* block);
+  [[gnu::always_inline]] inline uint64_t try_merge_blocks(CacheBlock* dst, CacheBlock* src, BlockPool& pool);
   void release_blocks(BlockPool& pool);
   void release_block(CacheBlock* block);
 
@@ -102,7 +103,7 @@ class CachingAllocatorPolicy final : public Policy {
   BlockPool& pool_for(uint64_t rounded) { return is_small_request(rounded) ? small_blocks_ : large_blocks_; }
   // PyTorch's PrivatePool: a pool of its own for each private pool id.
   struct PrivatePool {
-    explicit PrivatePool(const std::shared_ptr<NodePool>& nodes) : large_blocks(false, nodes), small_blocks(true, nodes) {}
+    PrivatePool() : large_blocks(false), small_blocks(true) {}
     BlockPool large_blocks;
     BlockPool small_blocks;
   };
@@ -114,9 +115,8 @@ class CachingAllocatorPolicy final : public Policy {
   std::optional<uint64_t> allowed_max_;
   bool gc_active_ = false;
   BlockArena arena_;
-  std::shared_ptr<NodePool> set_nodes_ = std::make_shared<NodePool>();
-  BlockPool large_blocks_{false, set_nodes_};
-  BlockPool small_blocks_{true, set_nodes_};
+  BlockPool large_blocks_{false};
+  BlockPool small_blocks_{true};
   std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools_;  // by pool id, made at first use
   std::vector<PoolId> freeable_pools_;  // released (PyTorch's graph_pools_freeable), in release order
   AddressMap live_;  // allocated blocks by address

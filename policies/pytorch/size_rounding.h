@@ -9,6 +9,7 @@
 //                    else s rounded up to 2 MiB. Every segment is a multiple of 2 MiB.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "policies/pytorch/alloc_config.h"
@@ -21,10 +22,30 @@ inline constexpr uint64_t kSmallBuffer = 2 * kMiB;      // small-pool segment an
 inline constexpr uint64_t kMinLargeAlloc = 10 * kMiB;   // from here a segment fits its request
 inline constexpr uint64_t kRoundLarge = 2 * kMiB;       // rounding unit of such segments
 
+// Inline: every allocation asks.
+
 // PyTorch's roundup_power2_next_division: `divisions` is a power of two >= 2.
-uint64_t roundup_power2_next_division(uint64_t bytes, uint64_t divisions);
-uint64_t round_size(uint64_t bytes, const AllocConfig& config);
-uint64_t segment_size(uint64_t rounded, const AllocConfig& config);
+inline uint64_t roundup_power2_next_division(uint64_t bytes, uint64_t divisions) {
+  if (std::has_single_bit(bytes)) return bytes;
+  const uint64_t floor = std::bit_floor(bytes);
+  const uint64_t step = floor >> (std::bit_width(divisions) - 1);  // floor / divisions
+  if (step == 0) return floor << 1;
+  const uint64_t rounded_down = bytes & ~(step - 1);
+  return rounded_down == bytes ? bytes : rounded_down + step;
+}
+
+inline uint64_t round_size(uint64_t bytes, const AllocConfig& config) {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  const uint64_t divisions = config.divisions_for(bytes);
+  if (divisions > 1 && bytes > kMinBlockSize * divisions) return roundup_power2_next_division(bytes, divisions);
+  return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+inline uint64_t segment_size(uint64_t rounded, const AllocConfig& config) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return config.large_segment_size;
+  return kRoundLarge * ((rounded + kRoundLarge - 1) / kRoundLarge);
+}
 inline bool is_small_request(uint64_t rounded) { return rounded <= kSmallSize; }
 
 }  // namespace memreplay::pytorch

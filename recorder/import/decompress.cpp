@@ -9,12 +9,16 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "proto/input_error.h"
 #include "recorder/import/scratch_file.h"
@@ -41,54 +45,33 @@ std::string format_bytes(uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
-// The output of a streaming decoder: a buffer that grows geometrically up to the caller's cap, so
-// a small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
-// Given somewhere to keep a scratch file, output past kSpillBytes goes to disk in kSpillBytes
-// pieces instead (the file is made then, not before: small inputs never touch the disk), so a
-// big compressed snapshot never sits in memory whole (InputBytes maps the file afterwards).
+InputError bomb_error(const std::string& file, uint64_t consumed_input, uint64_t max_output) {
+  return InputError::at_byte(file, consumed_input,
+                             "decompressed data exceeds the " + format_bytes(max_output) +
+                                 " limit (128 times the compressed size, at least 64 MiB, at "
+                                 "most 2 GiB): a decompression bomb, or decompress it first");
+}
+
+// The output of decompress(): a buffer that grows geometrically up to the caller's cap, so a
+// small file that claims to expand to terabytes fails cleanly instead of exhausting memory.
 class Output {
  public:
-  static constexpr uint64_t kSpillBytes = uint64_t{64} << 20;
-
   // `input_bytes` (what is really there, never a length the data declares) sizes the first
   // buffer; it then doubles as output arrives.
-  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes,
-         std::unique_ptr<ScratchFile>* spill = nullptr)
-      : file_(file), max_(max_output), spill_(spill) {
+  Output(const std::string& file, uint64_t max_output, uint64_t input_bytes) : file_(file), max_(max_output) {
     const uint64_t first = std::min<uint64_t>(std::max<uint64_t>(input_bytes * 4, 1 << 16), kMaxFirstBuffer);
     buf_.resize(static_cast<size_t>(std::min<uint64_t>(first, max_)));
   }
-  // Free space after `used`, growing (or spilling) the buffer first when it is full.
+  // Free space after `used`, growing the buffer first when it is full.
   char* space(uint64_t consumed_input) {
     if (used_ == buf_.size()) {
-      if (spilled_ + used_ >= max_)
-        throw InputError::at_byte(file_, consumed_input,
-                                  "decompressed data exceeds the " + format_bytes(max_) +
-                                      " limit (128 times the compressed size, at least 64 MiB, at "
-                                      "most 2 GiB): a decompression bomb, or decompress it first");
-      if (spill_ != nullptr && used_ >= kSpillBytes) {
-        if (*spill_ == nullptr) *spill_ = std::make_unique<ScratchFile>(file_);
-        (*spill_)->append(buf_.data(), used_);
-        spilled_ += used_;
-        used_ = 0;
-      } else {
-        buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_ - spilled_)));
-      }
+      if (used_ >= max_) throw bomb_error(file_, consumed_input, max_);
+      buf_.resize(static_cast<size_t>(std::min<uint64_t>(buf_.size() * 2, max_)));
     }
     return buf_.data() + used_;
   }
-  size_t available() const {
-    return static_cast<size_t>(std::min<uint64_t>(buf_.size() - used_, max_ - spilled_ - used_));
-  }
+  size_t available() const { return static_cast<size_t>(std::min<uint64_t>(buf_.size() - used_, max_ - used_)); }
   void produced(size_t n) { used_ += n; }
-  // Ends the output: true when it went to the scratch file (all of it is there now), else the
-  // bytes are in take().
-  bool finish_spill() {
-    if (spilled_ == 0) return false;
-    (*spill_)->append(buf_.data(), used_);
-    std::string().swap(buf_);
-    return true;
-  }
   std::string take() {
     buf_.resize(used_);
     return std::move(buf_);
@@ -98,15 +81,14 @@ class Output {
   static constexpr uint64_t kMaxFirstBuffer = uint64_t{64} << 20;
   const std::string& file_;
   uint64_t max_;
-  std::unique_ptr<ScratchFile>* spill_;
   std::string buf_;
   size_t used_ = 0;
-  uint64_t spilled_ = 0;
 };
 
 constexpr size_t kMaxChunk = std::numeric_limits<uInt>::max();
 
-void inflate_all(std::string_view data, const std::string& file, const char* what, Output& out) {
+template <typename Out>
+void inflate_all(std::string_view data, const std::string& file, const char* what, Out& out) {
   z_stream s{};
   // 15 + 32: accept both the zlib and the gzip wrapper (auto-detected by zlib).
   if (inflateInit2(&s, 15 + 32) != Z_OK) throw InputError(file + ": zlib initialisation failed");
@@ -155,7 +137,8 @@ std::string lzma_error_text(lzma_ret rc) {
   }
 }
 
-void unxz_all(std::string_view data, const std::string& file, Output& out) {
+template <typename Out>
+void unxz_all(std::string_view data, const std::string& file, Out& out) {
   lzma_stream s = LZMA_STREAM_INIT;
   // CONCATENATED: `xz` itself accepts several streams one after the other.
   if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
@@ -180,7 +163,8 @@ void unxz_all(std::string_view data, const std::string& file, Output& out) {
   }
 }
 
-void unzstd_all(std::string_view data, const std::string& file, Output& out) {
+template <typename Out>
+void unzstd_all(std::string_view data, const std::string& file, Out& out) {
   ZSTD_DStream* z = ZSTD_createDStream();
   if (z == nullptr) throw InputError(file + ": zstd decoder initialisation failed");
   struct Guard {
@@ -204,8 +188,11 @@ void unzstd_all(std::string_view data, const std::string& file, Output& out) {
   }
 }
 
-// Decodes `data`, compressed as `c`, into `out`.
-void decode(Compression c, std::string_view data, const std::string& file, Output& out) {
+// Decodes `data`, compressed as `c`, into `out` (Output, or StreamingDecoder's output side): each
+// decoder asks out.space(input consumed) for room, fills at most out.available() bytes there and
+// reports them with out.produced(n).
+template <typename Out>
+void decode(Compression c, std::string_view data, const std::string& file, Out& out) {
   switch (c) {
     case Compression::gzip: return inflate_all(data, file, "gzip", out);
     case Compression::zlib: return inflate_all(data, file, "zlib", out);
@@ -216,6 +203,136 @@ void decode(Compression c, std::string_view data, const std::string& file, Outpu
 }
 
 }  // namespace
+
+// Decodes a compressed input on its own thread while the reader reads behind it (GrowingInput):
+// on a 2-core machine the xz decoding of a snapshot and its unpickling then take the time of the
+// slower of the two, not of both. The output goes, in order, to one range reserved up front
+// (address space only, the decompression ceiling of the compressed size; pages cost memory as
+// they are written). Up to kSpillBytes it is anonymous memory; past that the decoder moves it to
+// an unlinked scratch file, mapped over the same range (the same bytes at the same addresses), and
+// appends there, so resident memory is the reader's window, not the input (release_before).
+class StreamingDecoder final : public GrowingInput {
+ public:
+  static constexpr uint64_t kSpillBytes = uint64_t{64} << 20;
+
+  StreamingDecoder(Compression c, const MappedBytes& compressed, const std::string& file)
+      : compression_(c), compressed_(compressed), file_(file), max_(decompression_ceiling(compressed.size())) {
+    reserved_ = static_cast<size_t>(max_);
+    void* range = ::mmap(nullptr, reserved_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (range == MAP_FAILED) throw InputError(file + ": cannot reserve address space to decompress into: " + std::strerror(errno));
+    base_ = static_cast<char*>(range);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~StreamingDecoder() override {
+    cancel_.store(true, std::memory_order_relaxed);
+    thread_.join();
+    ::munmap(base_, reserved_);
+  }
+  StreamingDecoder(const StreamingDecoder&) = delete;
+  StreamingDecoder& operator=(const StreamingDecoder&) = delete;
+
+  const char* data() const override { return base_; }
+  uint64_t wait_for(uint64_t bytes) const override {
+    std::unique_lock lock(mutex_);
+    grew_.wait(lock, [&] { return available_ >= bytes || done_; });
+    if (error_) std::rethrow_exception(error_);
+    return available_;
+  }
+  // Waits for the decoder to end; throws its error if it failed.
+  void rethrow_error() const {
+    std::unique_lock lock(mutex_);
+    grew_.wait(lock, [&] { return done_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  void release_before(uint64_t offset) const {
+    if (!spilled_.load(std::memory_order_acquire)) return;  // anonymous memory cannot read back
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t end = offset / page * page;
+    if (end > released_) ::madvise(base_ + released_, static_cast<size_t>(end - released_), MADV_DONTNEED);
+    released_ = std::max(released_, end);
+  }
+
+  // The output side, called by decode() on the decoder thread.
+  char* space(uint64_t consumed_input) {
+    if (cancel_.load(std::memory_order_relaxed)) throw Cancelled{};
+    if (consumed_input >= next_input_release_) {  // the compressed pages behind the decoder
+      compressed_.release(0, static_cast<size_t>(consumed_input));
+      next_input_release_ = consumed_input + kInputReleaseBytes;
+    }
+    if (total_ >= max_) throw bomb_error(file_, consumed_input, max_);
+    if (total_ == kSpillBytes && spill_ == nullptr) spill();
+    return spill_ != nullptr ? step_.data() : base_ + total_;
+  }
+  size_t available() const { return static_cast<size_t>(std::min<uint64_t>(step_bytes(), max_ - total_)); }
+  void produced(size_t n) {
+    if (n == 0) return;
+    if (spill_ != nullptr) spill_->append(step_.data(), n);
+    total_ += n;
+    publish(false);
+  }
+
+ private:
+  struct Cancelled {};
+  static constexpr uint64_t kStepBytes = uint64_t{256} << 10;  // how often the reader is told
+  static constexpr uint64_t kInputReleaseBytes = uint64_t{16} << 20;
+
+  // Steps end at kSpillBytes, so that the move to the scratch file happens between two of them.
+  uint64_t step_bytes() const {
+    return total_ < kSpillBytes ? std::min(kStepBytes, kSpillBytes - total_) : kStepBytes;
+  }
+  void run() {
+    try {
+      decode(compression_, std::string_view(compressed_.data(), compressed_.size()), file_, *this);
+      publish(true);
+    } catch (const Cancelled&) {
+      publish(true);
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+      }
+      publish(true);
+    }
+  }
+  void publish(bool done) {
+    {
+      std::lock_guard lock(mutex_);
+      available_ = total_;
+      done_ = done_ || done;
+    }
+    grew_.notify_all();
+  }
+  void spill() {
+    spill_ = std::make_unique<ScratchFile>(file_);
+    spill_->append(base_, static_cast<size_t>(total_));
+    spill_->map_over(base_, reserved_);
+    step_.resize(static_cast<size_t>(kStepBytes));
+    spilled_.store(true, std::memory_order_release);
+  }
+
+  const Compression compression_;
+  const MappedBytes& compressed_;
+  const std::string file_;
+  const uint64_t max_;
+  char* base_ = nullptr;
+  size_t reserved_ = 0;
+  // Decoder thread only.
+  uint64_t total_ = 0;
+  uint64_t next_input_release_ = kInputReleaseBytes;
+  std::unique_ptr<ScratchFile> spill_;
+  std::string step_;
+  // Shared.
+  mutable std::mutex mutex_;
+  mutable std::condition_variable grew_;
+  uint64_t available_ = 0;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> spilled_{false};
+  // Reader thread only.
+  mutable uint64_t released_ = 0;
+  std::thread thread_;
+};
 
 std::string_view compression_name(Compression c) {
   switch (c) {
@@ -283,22 +400,36 @@ InputBytes::InputBytes(const std::string& path) {
   const Compression c = detect_compression(raw, path);
   if (c == Compression::none) {
     view_ = raw;
+    complete_ = true;
     return;
   }
-  std::unique_ptr<ScratchFile> spill;
-  Output out(path, decompression_ceiling(raw.size()), raw.size(), &spill);
-  decode(c, raw, path, out);
-  if (out.finish_spill()) {
-    map_ = spill->map();  // the compressed bytes are not needed any more
-    view_ = std::string_view(map_.data(), map_.size());
-  } else {
-    decompressed_ = out.take();
-    map_ = MappedBytes();
-    view_ = decompressed_;
+  decoder_ = std::make_unique<StreamingDecoder>(c, map_, path);
+}
+
+InputBytes::~InputBytes() = default;
+
+std::string_view InputBytes::view() const {
+  if (!complete_) {
+    decoder_->rethrow_error();
+    view_ = std::string_view(decoder_->data(), decoder_->wait_for(UINT64_MAX));
+    complete_ = true;
   }
+  return view_;
+}
+
+std::string_view InputBytes::prefix(uint64_t bytes) const {
+  if (complete_) return view_;
+  return std::string_view(decoder_->data(), decoder_->wait_for(bytes));
+}
+
+const GrowingInput* InputBytes::growing() const { return complete_ ? nullptr : decoder_.get(); }
+
+void InputBytes::rethrow_decoding_error() const {
+  if (decoder_ != nullptr) decoder_->rethrow_error();
 }
 
 void InputBytes::release_before(uint64_t offset) const {
+  if (decoder_ != nullptr) return decoder_->release_before(offset);
   if (offset > released_) {
     map_.release(static_cast<size_t>(released_), static_cast<size_t>(offset));
     released_ = offset;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "recorder/import/growing_input.h"
 #include "recorder/import/scratch_file.h"
 
 namespace memreplay {
@@ -48,25 +50,41 @@ std::string read_decompressed(const std::string& path, uint64_t max_output = 0);
 // The whole file at `path` as stored (no decompression).
 std::string read_file_bytes(const std::string& path);
 
+class StreamingDecoder;
+
 // An input file's content, decompressed: a read-only map of the file itself when it is not
 // compressed (no copy, no zero-filled buffer), else the decompressed bytes (under
-// decompression_ceiling() of the file's size): in memory up to 64 MiB, beyond that in an unlinked
-// scratch file, mapped. Either way memory does not have to hold the whole input: a reader going
-// front to back calls release_before() as it goes.
+// decompression_ceiling() of the file's size), decoded on a thread of their own while the
+// caller reads behind (growing()): in memory up to 64 MiB, beyond that in an unlinked scratch
+// file, mapped. Either way memory does not have to hold the whole input: a reader going front to
+// back calls release_before() as it goes.
 class InputBytes {
  public:
+  // Throws InputError when the file cannot be read; decoding errors come from the calls below.
   explicit InputBytes(const std::string& path);
+  ~InputBytes();  // stops the decoder
   InputBytes(const InputBytes&) = delete;
   InputBytes& operator=(const InputBytes&) = delete;
-  std::string_view view() const { return view_; }
-  // The bytes before `offset` will rarely be needed again: a mapped input's pages there are given
-  // back (they read back from the file when they are). Nothing happens to bytes held in memory.
+  // The whole content: waits for the decoder to finish, and throws its InputError if it failed.
+  std::string_view view() const;
+  // The content decoded so far, at least `bytes` of it where the content has that many (waits).
+  std::string_view prefix(uint64_t bytes) const;
+  // While a compressed input is still being decoded: the content as it grows, to read behind the
+  // decoder (pickle::UnpickleOptions::growing); nullptr once view() returned, or when the file is
+  // not compressed.
+  const GrowingInput* growing() const;
+  // When decoding fails, throws its error (after waiting for the decoder to end). A reader of a
+  // damaged stream's output fails too, but the decoder's error names the real cause.
+  void rethrow_decoding_error() const;
+  // The bytes before `offset` will rarely be needed again: mapped pages there are given back
+  // (they read back from the file when they are). Nothing happens to bytes held in memory.
   void release_before(uint64_t offset) const;
 
  private:
   MappedBytes map_;
-  std::string decompressed_;
-  std::string_view view_;
+  std::unique_ptr<StreamingDecoder> decoder_;  // compressed input only; reads map_
+  mutable std::string_view view_;
+  mutable bool complete_ = false;
   mutable uint64_t released_ = 0;
 };
 

@@ -15,10 +15,15 @@ std::string_view input_format_name(InputFormat format) {
   return "unknown";
 }
 
+namespace {
+// Protocols 2-5 open with PROTO (0x80) and the version; every snapshot PyTorch writes does.
+bool opens_a_pickle(std::string_view content) {
+  return content.size() >= 2 && static_cast<uint8_t>(content[0]) == 0x80 && content[1] >= 2 && content[1] <= 5;
+}
+}  // namespace
+
 InputFormat detect_content_format(std::string_view content, const std::string& file) {
-  // Protocols 2-5 open with PROTO (0x80) and the version; every snapshot PyTorch writes does.
-  if (content.size() >= 2 && static_cast<uint8_t>(content[0]) == 0x80 && content[1] >= 2 && content[1] <= 5)
-    return InputFormat::pytorch_snapshot;
+  if (opens_a_pickle(content)) return InputFormat::pytorch_snapshot;
   if (is_rmm_log_header(content.substr(0, content.find('\n')))) return InputFormat::rmm_log;
   if (content.empty()) throw InputError::at_byte(file, 0, "the file is empty");
   throw InputError::at_byte(file, 0, "unknown input format: neither a PyTorch memory snapshot (pickle, "
@@ -32,10 +37,9 @@ InputFormat detect_input_format(const std::string& path) {
 
 void import_file(const std::string& path, TraceSink& sink) {
   const InputBytes content(path);
-  if (detect_content_format(content.view(), path) == InputFormat::pytorch_snapshot) {
-    // Read front to back: the pages behind the reader go back to the kernel as it moves on.
-    import_pytorch_snapshot_pickle(content.view(), path, sink,
-                                   [&](uint64_t offset) { content.release_before(offset); });
+  if (opens_a_pickle(content.prefix(2))) {
+    // Read front to back, behind the decoder: the pages behind the reader go back to the kernel.
+    import_pytorch_snapshot_input(content, path, sink);
     return;
   }
   import_file_content(content.view(), path, sink);

@@ -8,6 +8,7 @@
 
 #include "proto/input_error.h"
 #include "recorder/import/pickle_opcodes.h"
+#include "recorder/import/pickle_ref_stack.h"
 
 namespace memreplay::pickle {
 namespace {
@@ -27,30 +28,9 @@ constexpr uint32_t kShared = kNoMemo - 1;  // referred to more than once: never 
 // Shaped dicts of up to this many pairs have their value runs recycled (trace entries have 5-9).
 constexpr uint32_t kMaxRecycledPairs = 16;
 constexpr uint64_t kProgressBytes = uint64_t{64} << 20;
+constexpr uint64_t kGrowingWindow = uint64_t{1} << 20;
 
 }  // namespace
-
-// The VM stack of references. Only ever shrinks by resize(); push is one compare and one
-// store on the hot path (std::vector::push_back did not inline in the dispatch loop).
-class RefStack {
- public:
-  size_t size() const { return size_; }
-  uint32_t back() const { return buf_[size_ - 1]; }
-  uint32_t operator[](size_t i) const { return buf_[i]; }
-  const uint32_t* data() const { return buf_.data(); }
-  [[gnu::always_inline]] void push(uint32_t ref) {
-    if (size_ == buf_.size()) grow();
-    buf_[size_++] = ref;
-  }
-  void pop() { --size_; }
-  void resize(size_t n) { size_ = n; }  // n <= size()
-
- private:
-  [[gnu::noinline]] void grow() { buf_.resize(buf_.size() * 2 + 256); }
-
-  std::vector<uint32_t> buf_;
-  size_t size_ = 0;
-};
 
 // The pickle virtual machine, minus everything that runs code. Python's semantics are kept
 // where they matter for well-formed input: MARK hides the items below it from ordinary opcodes,
@@ -58,7 +38,8 @@ class RefStack {
 class Unpickler {
  public:
   Unpickler(std::string_view data, const std::string& file, Tree& tree, const UnpickleOptions& options)
-      : data_(data), file_(file), tree_(tree), options_(options), streaming_(options.device_traces != nullptr) {}
+      : data_(data), growing_(options.growing), file_(file), tree_(tree), options_(options),
+        streaming_(options.device_traces != nullptr) {}
 
   void run() {
     // Scalar references are input offsets below kScalarBit.
@@ -74,7 +55,7 @@ class Unpickler {
     }
     memo_.reserve(data_.size() / 32 + 16);
     for (;;) {
-      if (pos_ >= data_.size()) fail(pos_, "pickle ends without STOP");
+      if (pos_ >= data_.size() && !more(1)) fail(pos_, "pickle ends without STOP");
       op_pos_ = pos_;
       op_ = static_cast<uint8_t>(data_[pos_++]);
       // The opcodes that make up nearly all of a snapshot pickle, dispatched here so that their
@@ -123,16 +104,35 @@ class Unpickler {
   }
 
   // --- input ---
+  // The input is short of `n` bytes at pos_: waits for a growing input to have them (the bytes
+  // already there stay where they are). False when it never will.
+  [[gnu::noinline]] bool more(uint64_t n) {
+    if (growing_ == nullptr) return false;
+    const uint64_t want = n > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + n;
+    const uint64_t have = growing_->wait_for(want);
+    if (have >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
+    // At most kGrowingWindow past what is needed: the next call, and with it the news of a
+    // decoder that failed (a bomb past its ceiling), is never more than that far away.
+    const uint64_t seen = have < want ? have : std::min(have, want + kGrowingWindow);
+    data_ = std::string_view(growing_->data(), static_cast<size_t>(seen));
+    tree_.data_ = data_;
+    if (have < want) growing_ = nullptr;  // complete
+    return have >= want;
+  }
   [[gnu::always_inline]] const char* take(uint64_t n) {
-    if (n > data_.size() - pos_) fail_truncated(n);
+    if (n > data_.size() - pos_ && !more(n)) fail_truncated(n);
     const char* p = data_.data() + pos_;
     pos_ += n;
     return p;
   }
   [[gnu::always_inline]] uint64_t read_le(unsigned n) { return detail::load_le(take(n), n); }
   std::string_view read_line() {  // protocol-0 arguments end with '\n'
-    const size_t nl = data_.find('\n', pos_);
-    if (nl == std::string_view::npos) fail_here("pickle truncated: argument has no end of line");
+    size_t nl = data_.find('\n', pos_);
+    while (nl == std::string_view::npos) {
+      const size_t searched = data_.size();
+      if (!more(searched - pos_ + 1)) fail_here("pickle truncated: argument has no end of line");
+      nl = data_.find('\n', searched);
+    }
     std::string_view line = data_.substr(pos_, nl - pos_);
     pos_ = nl + 1;
     return line;
@@ -168,8 +168,8 @@ class Unpickler {
   // Python memoizes nearly every str and container right after pushing it. Taking that MEMOIZE
   // (and a MARK after a new dict) here saves a dispatch, the costliest part of a cheap opcode.
   // Neither can fail at this point (the value is on the stack), so error offsets stay exact.
-  [[gnu::always_inline]] bool next_op_is(uint8_t op) const {
-    return pos_ < data_.size() && static_cast<uint8_t>(data_[pos_]) == op;
+  [[gnu::always_inline]] bool next_op_is(uint8_t op) {
+    return (pos_ < data_.size() || more(1)) && static_cast<uint8_t>(data_[pos_]) == op;
   }
   [[gnu::always_inline]] bool take_next_memoize() {
     if (!next_op_is(MEMOIZE)) return false;
@@ -440,7 +440,7 @@ class Unpickler {
     }
     // Real picklers number memo entries 0, 1, 2...; bounding the index by the input size keeps
     // a hostile PUT from allocating gigabytes.
-    if (index > data_.size()) fail_here("memo index " + std::to_string(index) + " is out of range");
+    if (index > data_.size() && !more(index - pos_)) fail_here("memo index " + std::to_string(index) + " is out of range");
     if (index >= memo_.size()) memo_.resize(index + 1, kUnsetMemo);
     if (memo_[index] == kUnsetMemo) ++memo_count_;
     memo_[index] = stack_.back();
@@ -478,7 +478,7 @@ class Unpickler {
       }
       case FRAME: {  // framing only groups opcodes for buffered reads; check it, then ignore it
         const uint64_t length = read_le(8);
-        if (length > data_.size() - pos_) fail_truncated(length);
+        if (length > data_.size() - pos_ && !more(length)) fail_truncated(length);
         break;
       }
 
@@ -565,7 +565,8 @@ class Unpickler {
     }
   }
 
-  std::string_view data_;
+  std::string_view data_;  // what is there so far, when growing_
+  const GrowingInput* growing_;
   const std::string& file_;
   Tree& tree_;
   const UnpickleOptions& options_;

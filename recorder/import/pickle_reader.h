@@ -37,7 +37,11 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/import/growing_input.h"
+
 namespace memreplay::pickle {
+
+using memreplay::GrowingInput;
 
 enum class Kind : uint8_t { none, boolean, integer, floating, str, bytes, list, tuple, dict, set };
 
@@ -208,6 +212,9 @@ class DeviceTraceSink {
 
 struct UnpickleOptions {
   DeviceTraceSink* device_traces = nullptr;
+  // Input still being produced (a decompressor on another thread): `data` is then the part of
+  // growing->data() there so far, and the unpickler waits for more as it needs it.
+  const GrowingInput* growing = nullptr;
   // Called about every 64 MiB of input with the offset reached: a mapped input may release the
   // pages before it (scalars are decoded from the input later, so they may read back).
   std::function<void(uint64_t)> progress;

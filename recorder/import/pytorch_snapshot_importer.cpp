@@ -36,8 +36,10 @@ using snapshot_entry::StreamTable;
 // and writes everything.
 class SnapshotImporter final : public pickle::DeviceTraceSink {
  public:
-  // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold.
-  SnapshotImporter(const std::string& file, uint64_t input_bytes) : file_(file), budget_(2 * input_bytes + 4096) {}
+  // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold; of
+  // what there is so far when `growing` (the rest is budgeted when the budget runs short).
+  SnapshotImporter(const std::string& file, uint64_t input_bytes, const GrowingInput* growing = nullptr)
+      : file_(file), budget_(2 * input_bytes + 4096), budgeted_bytes_(input_bytes), growing_(growing) {}
 
   void take(uint32_t list_index, const pickle::Tree& tree, std::span<const uint32_t> items) override {
     tree_ = &tree;
@@ -174,6 +176,11 @@ class SnapshotImporter final : public pickle::DeviceTraceSink {
   // a pickle that aliases one dict, list or string many times over (legal, a few bytes per
   // reference) would otherwise expand into work and memory proportional to references × size.
   void charge(uint64_t units, Value at) {
+    if (units > budget_ && growing_ != nullptr) {  // the whole input's budget, as when it is all there
+      const uint64_t all = growing_->wait_for(UINT64_MAX);
+      budget_ += 2 * (all - budgeted_bytes_);
+      growing_ = nullptr;
+    }
     if (units > budget_)
       fail(at, "the snapshot refers to the same objects over and over (more work than its size "
                "can hold); refusing to expand it");
@@ -565,24 +572,40 @@ class SnapshotImporter final : public pickle::DeviceTraceSink {
   NodeCache<uint8_t> actions_{classify_action};
   uint64_t annotations_emitted_ = 0;
   uint64_t budget_;
+  uint64_t budgeted_bytes_;
+  const GrowingInput* growing_;
   StreamTable streams_;
 };
 
 }  // namespace
 
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
-                                    TraceSink& sink, const std::function<void(uint64_t)>& progress) {
-  SnapshotImporter importer(source_file, pickle_bytes.size());
+                                    TraceSink& sink, const std::function<void(uint64_t)>& progress,
+                                    const GrowingInput* growing) {
+  SnapshotImporter importer(source_file, pickle_bytes.size(), growing);
   pickle::UnpickleOptions options;
   options.device_traces = &importer;
+  options.growing = growing;
   options.progress = progress;
   const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file, options);
+  // The rest of the stream decoded and checked (trailing data, checksums) before anything is written.
+  if (growing != nullptr) growing->wait_for(UINT64_MAX);
   importer.run(tree, sink);
 }
 
+void import_pytorch_snapshot_input(const InputBytes& input, const std::string& path, TraceSink& sink) {
+  try {
+    import_pytorch_snapshot_pickle(input.prefix(0), path, sink, [&](uint64_t offset) { input.release_before(offset); },
+                                   input.growing());
+  } catch (const InputError&) {
+    input.rethrow_decoding_error();
+    throw;
+  }
+}
+
 void import_pytorch_snapshot(const std::string& path, TraceSink& sink) {
-  const InputBytes bytes(path);
-  import_pytorch_snapshot_pickle(bytes.view(), path, sink, [&](uint64_t offset) { bytes.release_before(offset); });
+  const InputBytes input(path);
+  import_pytorch_snapshot_input(input, path, sink);
 }
 
 }  // namespace memreplay

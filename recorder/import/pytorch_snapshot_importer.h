@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 
+#include "recorder/import/decompress.h"
 #include "recorder/import/trace_sink.h"
 
 namespace memreplay {
@@ -40,12 +41,20 @@ namespace memreplay {
 // Reads (and decompresses) the snapshot at `path` and writes it to `sink`: begin, events, finish.
 void import_pytorch_snapshot(const std::string& path, TraceSink& sink);
 
+// The same from an input file's content (decompress.h): a compressed one is read behind its
+// decoder's thread (InputBytes::growing), and a decoding error wins over the reader's own (the
+// reader of a damaged stream fails too, but the decoder names the cause).
+void import_pytorch_snapshot_input(const InputBytes& input, const std::string& path, TraceSink& sink);
+
 // The same from the pickle bytes already in memory (or mapped); `source_file` names them in the
 // header and in error messages. The trace entries are streamed out of the pickle as it is read
 // (pickle::DeviceTraceSink) into scratch files past a million entries (step_spool.h), so memory
 // follows the snapshot's segments and stacks, not its length; `progress` is told how far the
-// reading has come (InputBytes::release_before).
+// reading has come (InputBytes::release_before). With `growing` (a decompressor on another
+// thread), `pickle_bytes` is what is there so far and the rest is read as it comes; nothing
+// reaches the sink before the whole input is there and decoded without error.
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
-                                    TraceSink& sink, const std::function<void(uint64_t)>& progress = {});
+                                    TraceSink& sink, const std::function<void(uint64_t)>& progress = {},
+                                    const GrowingInput* growing = nullptr);
 
 }  // namespace memreplay

@@ -126,4 +126,9 @@ void ScratchFile::append(const void* bytes, size_t n) {
 
 MappedBytes ScratchFile::map() const { return MappedBytes(fd_, static_cast<size_t>(size_), for_file_); }
 
+void ScratchFile::map_over(void* at, size_t bytes) const {
+  if (::mmap(at, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd_, 0) == MAP_FAILED)
+    throw InputError(for_file_ + ": cannot map scratch data: " + std::strerror(errno));
+}
+
 }  // namespace memreplay

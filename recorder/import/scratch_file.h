@@ -50,6 +50,10 @@ class ScratchFile {
   uint64_t size() const { return size_; }
   // The bytes written so far, mapped; append no more after this.
   MappedBytes map() const;
+  // Maps the file read-only and shared over [at, at + bytes), in place of what was mapped there
+  // (MAP_FIXED; the caller owns the range and unmaps it). Bytes appended later show through; a
+  // page wholly past the file's end must not be touched.
+  void map_over(void* at, size_t bytes) const;
 
  private:
   std::string for_file_;

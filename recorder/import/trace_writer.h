@@ -13,15 +13,25 @@
 //                     (or on flush()), so a process killed at any moment leaves a file whose whole
 //                     chunks all read back (TraceReader reports it incomplete).
 //
+// With `background_encoding`, events are encoded and compressed on a thread of the writer's own,
+// in batches, while the caller goes on producing them (an import then costs the time of the
+// slower of the two on a second core, not of both). Every other call (intern_stack,
+// append_annotation, flush, finish) first waits for the batches handed over, so the file is the
+// same byte for byte.
+//
 // Errors writing the file throw InputError naming the path; options out of range throw
 // std::invalid_argument; misuse (events before begin(), an invalid event kind) throws
-// std::logic_error. Not thread-safe: one producer per writer.
+// std::logic_error (encoded in the background, from the append() or the call after the batch
+// it was in). Not thread-safe: one producer per writer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "proto/event.h"
 #include "proto/frame_text.h"
@@ -41,6 +51,7 @@ struct TraceWriterOptions {
   // import 4x faster than Python's pickle.load. Writers that want the last 10-20% can ask for 19.
   int zstd_level = 3;
   bool atomic = true;
+  bool background_encoding = false;
 };
 
 // Every field of a TraceHeader but the format version (which the encoder sets), as the encoder
@@ -60,28 +71,63 @@ class TraceWriter final : public TraceSink {
   // Writes the file magic and the header record. format_major/format_minor are set to this
   // writer's version; producer defaults to "memreplay <version>" (proto/version.h).
   void begin(const proto::TraceHeader& header) override;
-  uint32_t intern_stack(std::span<const FrameText> frames) override { return encoder_.intern_stack(frames); }
+  uint32_t intern_stack(std::span<const FrameText> frames) override {
+    drain();
+    const uint32_t id = encoder_.intern_stack(frames);
+    stacks_interned_ = std::max(stacks_interned_, id);
+    return id;
+  }
   // An annotation event without metadata may come here too; its aux is assigned by the writer.
-  void append(const Event& event) override { encoder_.append(event); }
+  void append(const Event& event) override {
+    if (background_ == nullptr || !batchable(event)) return append_now(event);
+    batch_.push_back(event);
+    if (batch_.size() == kBatchEvents) hand_over_batch();
+  }
   void append_annotation(const Event& event, const KeyValues& metadata) override {
+    drain();
     encoder_.append_annotation(event, metadata);
   }
   // Writes the last chunk, the footer and the trailer, then renames onto the path (atomic).
   void finish() override;
 
   // Writes the pending events as a chunk now, so a reader sees them before the chunk is full.
-  void flush() { encoder_.flush(); }
+  void flush() {
+    drain();
+    encoder_.flush();
+  }
 
   const std::string& path() const { return path_; }
-  uint64_t events_appended() const { return encoder_.events_appended(); }
+  // Every event appended so far, in a batch not yet encoded too.
+  uint64_t events_appended() const {
+    return background_ != nullptr ? handed_over_ + batch_.size() : encoder_.events_appended();
+  }
 
  private:
+  class BackgroundEncoder;
+  static constexpr size_t kBatchEvents = 8192;
+
+  // An event the encoder takes without a word: any other (an annotation, a misuse the encoder
+  // refuses) goes through append_now(), so that its error comes from this call.
+  bool batchable(const Event& event) const {
+    return event.kind != EventKind::annotation && is_valid_event_kind(static_cast<uint32_t>(event.kind)) &&
+           event.stack <= stacks_interned_;
+  }
+  void append_now(const Event& event);
+  void hand_over_batch();
+  // Waits until every batch handed over is encoded; throws what encoding one threw.
+  void drain();
+
   std::string path_;
   std::string file_path_;  // where bytes go: path_, or the temporary file when atomic
   bool atomic_;
   bool in_place_ = false;  // finished, and renamed onto path_ when atomic
   TraceEncoder encoder_;
   std::optional<TempFileGuard> temp_guard_;  // atomic: removes file_path_ on SIGINT/SIGTERM
+  bool background_encoding_;
+  std::vector<Event> batch_;  // background: events not handed over yet
+  uint64_t handed_over_ = 0;  // background: events handed over, before the batch
+  uint32_t stacks_interned_ = 0;
+  std::unique_ptr<BackgroundEncoder> background_;  // from begin(), with background_encoding
 };
 
 }  // namespace memreplay

@@ -29,7 +29,7 @@ struct ImportOptions {
 void import(const ImportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (stderr_is_terminal()) std::cerr << "importing " << options.input << "...\n";
-  TraceWriter writer(options.output);
+  TraceWriter writer(options.output, {.background_encoding = true});  // encoding overlaps the reading
   import_file(options.input, writer);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.json != "-")
