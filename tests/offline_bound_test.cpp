@@ -51,6 +51,92 @@ TEST(OfflineBound, RandomLifetimesGetAValidPlacementNoSmallerThanThePeak) {
   }
 }
 
+// Greedy by size as first written: every placed block whose life overlaps, sorted by offset, and
+// the first gap of `size` bytes. The placement's index must give these offsets exactly.
+std::vector<uint64_t> sorted_scan_offsets(const std::vector<Lifetime>& blocks, uint64_t rounding) {
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (blocks[a].size != blocks[b].size) return blocks[a].size > blocks[b].size;
+    return blocks[a].upper - blocks[a].lower > blocks[b].upper - blocks[b].lower;
+  });
+  const auto rounded = [&](size_t i) { return (blocks[i].size + rounding - 1) / rounding * rounding; };
+  std::vector<uint64_t> offsets(blocks.size(), 0);
+  std::vector<size_t> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
+  for (const size_t i : order) {
+    taken.clear();
+    for (const size_t j : placed)
+      if (blocks[j].lower < blocks[i].upper && blocks[i].lower < blocks[j].upper)
+        taken.emplace_back(offsets[j], offsets[j] + rounded(j));
+    std::sort(taken.begin(), taken.end());
+    uint64_t at = 0;
+    for (const auto& [start, stop] : taken) {
+      if (start >= at + rounded(i)) break;
+      at = std::max(at, stop);
+    }
+    offsets[i] = at;
+    placed.push_back(i);
+  }
+  return offsets;
+}
+
+TEST(OfflineBound, PlacementIndexGivesTheOffsetsOfTheSortedScanOnRandomLifetimes) {
+  // Few distinct sizes and times, so that ties, touching lifetimes and adjacent ranges are common.
+  std::mt19937_64 rng(1111);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Lifetime> blocks;
+    const uint64_t span = 1 + rng() % 60;
+    for (uint64_t id = 0; id < 1 + rng() % 120; ++id) {
+      const uint64_t lower = rng() % span;
+      blocks.push_back({id, lower, lower + 1 + rng() % (1 + rng() % span), 1 + (rng() % 8) * (1 + rng() % 700)});
+    }
+    for (const uint64_t rounding : {uint64_t{1}, uint64_t{512}}) {
+      std::vector<uint64_t> offsets;
+      greedy_by_size(blocks, rounding, &offsets);
+      ASSERT_EQ(offsets, sorted_scan_offsets(blocks, rounding)) << "round " << round << ", rounding " << rounding;
+    }
+  }
+}
+
+TEST(OfflineBound, PlacementIndexGivesTheOffsetsOfTheSortedScanOnARealTrace) {
+  const auto blocks = read_lifetimes(testing::imported_trace("vit_infer_varbatch.default"));
+  ASSERT_EQ(blocks.size(), 13714u);
+  for (const uint64_t rounding : {uint64_t{1}, uint64_t{512}}) {
+    std::vector<uint64_t> offsets;
+    greedy_by_size(blocks, rounding, &offsets);
+    EXPECT_EQ(offsets, sorted_scan_offsets(blocks, rounding)) << "rounding " << rounding;
+  }
+}
+
+// The bound of every shared trace, as the sorted scan computed it before the placement index
+// (docs/policy-table-2026-12-01-s3/policy_table.json): the faster index changed no byte.
+TEST(OfflineBound, SharedTracesKeepTheirPlacementFootprints) {
+  struct Row {
+    const char* trace;
+    uint64_t requested_peak;
+    uint64_t greedy_requested;
+    uint64_t greedy_rounded;
+  };
+  const Row rows[] = {
+      {"gpt2_generate.default", 1040812880, 1107996480, 1107998208},
+      {"gpt2_train.capped", 7701353160, 7701353160, 7701366272},
+      {"gpt2_train.default", 7701353160, 7701353160, 7701366272},
+      {"gpt2_train.stacks", 7701353160, 7701353160, 7701366272},
+      {"gpt2_train.truncated", 7701353160, 7701353160, 7701366272},
+      {"multistream_pipeline.default", 468402176, 468402176, 468402176},
+      {"resnet50_train.default", 3192592912, 3192592912, 3192635904},
+      {"vit_infer_varbatch.default", 1042736032, 1042736032, 1042736128},
+      {"vit_infer_varbatch.emptycache", 1042736032, 1042736032, 1042736128},
+  };
+  for (const Row& row : rows) {
+    const OfflineBound bound = compute_bound(read_lifetimes(testing::imported_trace(row.trace)));
+    EXPECT_EQ(bound.requested_peak, row.requested_peak) << row.trace;
+    EXPECT_EQ(bound.greedy_requested, row.greedy_requested) << row.trace;
+    EXPECT_EQ(bound.greedy_rounded, row.greedy_rounded) << row.trace;
+  }
+}
+
 // Every pair of blocks alive at once is disjoint in the placement, on a real trace.
 TEST(OfflineBound, PlacementOfARealTraceIsValidAndNotBelowTheRequestedPeak) {
   const std::string trace = testing::imported_trace("vit_infer_varbatch.default");

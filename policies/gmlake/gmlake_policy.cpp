@@ -26,7 +26,6 @@
 
 #include <absl/container/btree_map.h>
 #include <absl/container/btree_set.h>
-#include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -61,11 +60,7 @@ class GmlakePolicy final : public Policy {
   static FreeKey key(uint64_t address, const Piece& piece) { return {piece.size, piece.range_order, address}; }
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
-    if (bytes <= kSmallSize) {
-      auto block = small_->allocate(bytes, stream);
-      if (block) small_live_.emplace(block->address, true);
-      return block;
-    }
+    if (bytes <= kSmallSize) return small_->allocate(bytes, stream);
     if (bytes > device_.total_memory()) return std::nullopt;
     const uint64_t size = (bytes + chunk_ - 1) / chunk_ * chunk_;
     std::optional<uint64_t> address;
@@ -108,6 +103,7 @@ class GmlakePolicy final : public Policy {
       return std::nullopt;
     }
     ranges_.emplace(*range, Range{size, size});
+    large_span_ = {std::min(large_span_.first, *range), std::max(large_span_.second, *range + size)};
     pieces_.emplace(*range, Piece{size, *range, false, ranges_created_++});
     return *range;
   }
@@ -127,12 +123,15 @@ class GmlakePolicy final : public Policy {
   }
 
   bool do_free(uint64_t address, StreamId stream) override {
-    if (small_live_.erase(address) == 1) {
+    // Not a large piece: small_'s, whose own contract check names an address neither handed out.
+    // Outside every virtual range made so far it cannot be one, and the btree need not be asked.
+    const bool maybe_large = large_span_.first <= address && address < large_span_.second;
+    const auto it = maybe_large ? pieces_.find(address) : pieces_.end();
+    if (it == pieces_.end()) {
       small_->free(address, stream);
       return true;
     }
-    const auto it = pieces_.find(address);
-    if (it == pieces_.end() || it->second.free) return false;
+    if (it->second.free) return false;
     // Coalesce with free neighbours of the same range (its chunks are mapped contiguously).
     suballoc::free_and_coalesce(pieces_, free_, it,
                                 [](uint64_t left_start, const Piece& left, uint64_t right_start, const Piece& right) {
@@ -158,11 +157,11 @@ class GmlakePolicy final : public Policy {
   Device& device_;
   uint64_t chunk_;
   std::unique_ptr<Policy> small_;                      // PyTorch's allocator, for <= 1 MiB
-  absl::flat_hash_map<uint64_t, bool> small_live_;     // blocks handed out by small_
   absl::btree_map<uint64_t, Range> ranges_;            // virtual ranges: start -> range
   absl::btree_map<uint64_t, Piece> pieces_;            // every large block, live or free
   absl::btree_set<FreeKey> free_;                        // free pieces
   uint64_t ranges_created_ = 0;
+  std::pair<uint64_t, uint64_t> large_span_{UINT64_MAX, 0};  // [lowest start, highest end) of the ranges made
 };
 
 std::unique_ptr<Policy> make_gmlake(std::string_view options, Device& device) {

@@ -46,8 +46,17 @@ class RmmArenaPolicy final : public Policy {
   using Ranges = suballoc::BinnedRanges;
   struct Live {
     Range* block;
-    StreamId arena;  // whose superblock holds it
+    Ranges* arena;  // the stream arena whose superblock holds it (std::map nodes do not move)
   };
+
+  // The stream's arena; one stream at a time in most traces, so the last one is kept at hand.
+  Ranges& arena_of(StreamId stream) {
+    if (last_arena_ == nullptr || stream != last_stream_) {
+      last_arena_ = &arenas_.try_emplace(stream, Ranges::Order::first_fit).first->second;
+      last_stream_ = stream;
+    }
+    return *last_arena_;
+  }
 
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     if (!global_start_) {
@@ -57,7 +66,7 @@ class RmmArenaPolicy final : public Policy {
     }
     if (bytes > arena_size_) return std::nullopt;
     const uint64_t size = round_up(bytes, kAlignment);
-    Ranges& arena = arenas_.try_emplace(stream, Ranges::Order::first_fit).first->second;
+    Ranges& arena = arena_of(stream);
     Range* fit = arena.first_fit(size);
     if (fit == nullptr) {
       const uint64_t superblock_size = round_up(std::max(size, kSuperblock), kSuperblock);
@@ -68,14 +77,14 @@ class RmmArenaPolicy final : public Policy {
       fit = arena.add_chain(superblock->start, superblock->end);
     }
     Range* block = arena.carve(fit, fit->start, size);
-    live_.emplace(block->start, Live{block, stream});
+    live_.emplace(block->start, Live{block, &arena});
     return Block{block->start, size};
   }
 
   bool do_free(uint64_t address, StreamId) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
-    Ranges& arena = arenas_.find(node.mapped().arena)->second;
+    Ranges& arena = *node.mapped().arena;
     Range* merged = arena.give_back(node.mapped().block);
     if (merged->left == nullptr && merged->right == nullptr) {  // wholly free: back to the global arena
       const auto superblock = superblocks_.find(merged->start);
@@ -91,6 +100,8 @@ class RmmArenaPolicy final : public Policy {
   std::optional<uint64_t> global_start_;
   Ranges global_{Ranges::Order::first_fit};         // superblock space
   std::map<StreamId, Ranges> arenas_;                // per stream: its superblocks
+  StreamId last_stream_ = 0;
+  Ranges* last_arena_ = nullptr;
   absl::flat_hash_map<uint64_t, Range*> superblocks_;  // start -> its range in the global arena
   absl::flat_hash_map<uint64_t, Live> live_;           // live blocks by address
 };

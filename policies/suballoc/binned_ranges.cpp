@@ -5,6 +5,10 @@ namespace memreplay::suballoc {
 SizeBins* BinnedRanges::bins_of(uint64_t group) {
   for (auto& [id, bins] : groups_)  // a handful of groups: a scan beats a hash
     if (id == group) return bins.get();
+  return add_group(group);
+}
+
+SizeBins* BinnedRanges::add_group(uint64_t group) {
   auto at = groups_.begin();
   while (at != groups_.end() && at->first < group) ++at;
   return groups_.emplace(at, group, std::make_unique<SizeBins>())->second.get();

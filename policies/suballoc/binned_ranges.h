@@ -94,6 +94,7 @@ class BinnedRanges {
 
  private:
   SizeBins* bins_of(uint64_t group);  // made on first use
+  [[gnu::noinline]] SizeBins* add_group(uint64_t group);  // off the hot path, so bins_of inlines
   const SizeBins* find_bins(uint64_t group) const;
   void bin_insert(Range* range);
   void bin_remove(Range* range);

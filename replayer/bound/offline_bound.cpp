@@ -11,6 +11,7 @@
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
+#include "replayer/bound/occupancy_tree.h"
 
 namespace memreplay {
 namespace {
@@ -21,6 +22,70 @@ std::string hex(uint64_t value) {
   char text[32];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
   return text;
+}
+
+// Greedy by size's order: decreasing size, then longer life first, then allocation order.
+std::vector<uint32_t> placement_order(const std::vector<Lifetime>& blocks) {
+  struct Key {
+    uint64_t size;
+    uint64_t life;
+    uint32_t index;
+  };
+  std::vector<Key> keys(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i)
+    keys[i] = Key{blocks[i].size, blocks[i].upper - blocks[i].lower, static_cast<uint32_t>(i)};
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.size != b.size) return a.size > b.size;
+    if (a.life != b.life) return a.life > b.life;
+    return a.index < b.index;
+  });
+  std::vector<uint32_t> order(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
+  return order;
+}
+
+// Lifetimes on a compressed time axis: the moments are the distinct alloc events, and a block is
+// alive at those in [lower, upper). Two lifetimes overlap exactly when they share a moment (the
+// later one's alloc), so the tree needs half the leaves of the replay's event axis.
+struct MomentRanges {
+  size_t moments = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // per block: [from, to), empty for an empty life
+};
+
+MomentRanges moment_ranges(const std::vector<Lifetime>& blocks) {
+  std::vector<uint64_t> allocs;
+  allocs.reserve(blocks.size());
+  for (const Lifetime& b : blocks)
+    if (b.lower < b.upper) allocs.push_back(b.lower);
+  std::sort(allocs.begin(), allocs.end());
+  allocs.erase(std::unique(allocs.begin(), allocs.end()), allocs.end());
+  MomentRanges result;
+  result.moments = allocs.size();
+  result.ranges.reserve(blocks.size());
+  const auto moment = [&](uint64_t time) {
+    return static_cast<uint32_t>(std::lower_bound(allocs.begin(), allocs.end(), time) - allocs.begin());
+  };
+  for (const Lifetime& b : blocks)
+    result.ranges.emplace_back(b.lower < b.upper ? std::pair{moment(b.lower), moment(b.upper)} : std::pair{0u, 0u});
+  return result;
+}
+
+uint64_t place(const std::vector<Lifetime>& blocks, const std::vector<uint32_t>& order, const MomentRanges& time,
+               uint64_t rounding, std::vector<uint64_t>* offsets) {
+  OccupancyTree taken(time.moments);
+  std::vector<uint64_t> offset(blocks.size(), 0);
+  uint64_t footprint = 0;
+  for (const uint32_t i : order) {
+    const auto [from, to] = time.ranges[i];
+    if (from == to) continue;  // an empty life meets no other block
+    const uint64_t size = round_up(blocks[i].size, rounding);
+    const uint64_t at = taken.lowest_free(from, to, size);
+    taken.occupy(from, to, at, at + size);
+    offset[i] = at;
+    footprint = std::max(footprint, at + size);
+  }
+  if (offsets) *offsets = std::move(offset);
+  return footprint;
 }
 
 }  // namespace
@@ -75,60 +140,7 @@ uint64_t live_peak(const std::vector<Lifetime>& blocks, uint64_t rounding) {
 }
 
 uint64_t greedy_by_size(const std::vector<Lifetime>& blocks, uint64_t rounding, std::vector<uint64_t>* offsets) {
-  if (blocks.empty()) return 0;
-  std::vector<size_t> order(blocks.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (blocks[a].size != blocks[b].size) return blocks[a].size > blocks[b].size;
-    return blocks[a].upper - blocks[a].lower > blocks[b].upper - blocks[b].lower;
-  });
-  // Placed blocks indexed by time at several scales: level L cuts time into buckets of
-  // kWidth << L events, and a block is listed at the smallest level whose buckets are at least as
-  // long as its life (so in at most two buckets). A query reads, at every level, the buckets its
-  // own life touches: about the blocks it collides with, plus a few near its ends.
-  constexpr uint64_t kWidth = 16;
-  uint64_t end = 0;
-  for (const Lifetime& b : blocks) end = std::max(end, b.upper);
-  std::vector<std::vector<std::vector<uint32_t>>> levels;
-  for (uint64_t width = kWidth;; width *= 2) {
-    levels.emplace_back(end / width + 1);
-    if (width >= end) break;
-  }
-  std::vector<uint64_t> offset(blocks.size(), 0);
-  std::vector<uint32_t> seen(blocks.size(), 0);
-  std::vector<std::pair<uint64_t, uint64_t>> taken;  // [offset, end) of colliding placed blocks
-  uint64_t footprint = 0;
-  uint32_t stamp = 0;
-  for (const size_t i : order) {
-    const Lifetime& b = blocks[i];
-    const uint64_t size = round_up(b.size, rounding);
-    ++stamp;
-    taken.clear();
-    for (size_t level = 0; level < levels.size(); ++level) {
-      const uint64_t width = kWidth << level;
-      for (uint64_t k = b.lower / width; k <= (b.upper - 1) / width; ++k)
-        for (const uint32_t j : levels[level][k]) {
-          if (seen[j] == stamp) continue;
-          seen[j] = stamp;
-          if (blocks[j].lower < b.upper && b.lower < blocks[j].upper)
-            taken.emplace_back(offset[j], offset[j] + round_up(blocks[j].size, rounding));
-        }
-    }
-    std::sort(taken.begin(), taken.end());
-    uint64_t at = 0;  // the lowest offset with `size` bytes free over the block's lifetime
-    for (const auto& [start, stop] : taken) {
-      if (start >= at + size) break;
-      at = std::max(at, stop);
-    }
-    offset[i] = at;
-    footprint = std::max(footprint, at + size);
-    size_t level = 0;
-    while ((kWidth << level) < b.upper - b.lower && level + 1 < levels.size()) ++level;
-    const uint64_t width = kWidth << level;
-    for (uint64_t k = b.lower / width; k <= (b.upper - 1) / width; ++k) levels[level][k].push_back(static_cast<uint32_t>(i));
-  }
-  if (offsets) *offsets = std::move(offset);
-  return footprint;
+  return place(blocks, placement_order(blocks), moment_ranges(blocks), rounding, offsets);
 }
 
 OfflineBound compute_bound(const std::vector<Lifetime>& blocks) {
@@ -138,9 +150,11 @@ OfflineBound compute_bound(const std::vector<Lifetime>& blocks) {
   const auto start = std::chrono::steady_clock::now();
   bound.requested_peak = live_peak(blocks);
   bound.rounded_peak = live_peak(blocks, 512);
+  const std::vector<uint32_t> order = placement_order(blocks);
+  const MomentRanges time = moment_ranges(blocks);
   // The two placements are independent: one on another thread.
-  auto rounded = std::async(std::launch::async, [&] { return greedy_by_size(blocks, 512); });
-  bound.greedy_requested = greedy_by_size(blocks);
+  auto rounded = std::async(std::launch::async, [&] { return place(blocks, order, time, 512, nullptr); });
+  bound.greedy_requested = place(blocks, order, time, 1, nullptr);
   bound.greedy_rounded = rounded.get();
   bound.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return bound;

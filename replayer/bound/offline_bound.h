@@ -6,7 +6,9 @@
 //                       problem (NP-hard). We use greedy by size (Sekiyama et al. 2018; TFLite's
 //                       GreedyBySize): blocks in decreasing size, each at the lowest offset free
 //                       over its lifetime. Its footprint is achievable, so the true optimum lies
-//                       between the requested peak and it.
+//                       between the requested peak and it. "Lowest free offset over a lifetime"
+//                       is answered by occupancy_tree.h (a segment tree over time of merged offset
+//                       ranges), not by sorting every block the lifetime collides with.
 // Both on the requested sizes and on sizes rounded up to 512 bytes (what every caching allocator
 // hands out at least). Lifetimes are in replay events (alloc and free_completed, as `oom_at_event`
 // counts them): [lower, upper), a block never freed lives to the end; blocks live at the trace's
