@@ -1,7 +1,7 @@
 // passthrough: no caching at all. Every allocation is its own device malloc of exactly the
 // requested bytes, every free a device free: the baseline a caching allocator is compared with
 // (what PYTORCH_NO_CUDA_MEMORY_CACHING=1 does).
-#include <unordered_map>
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -28,7 +28,7 @@ class PassthroughPolicy final : public Policy {
   }
 
   Device& device_;
-  std::unordered_map<uint64_t, uint64_t> live_;  // live block address -> bytes
+  absl::flat_hash_map<uint64_t, uint64_t> live_;  // live block address -> bytes
 };
 
 std::unique_ptr<Policy> make_passthrough(std::string_view options, Device& device) {

@@ -10,8 +10,10 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
-// Adds [start, end) to `ranges`, merging it with the neighbours it touches.
-void add_range(std::map<uint64_t, uint64_t>& ranges, uint64_t start, uint64_t end) {
+// Adds [start, end) to `ranges`, merging it with the neighbours it touches; returns the size of
+// the range it ends up in.
+template <class Ranges>
+uint64_t add_range(Ranges& ranges, uint64_t start, uint64_t end) {
   auto next = ranges.lower_bound(start);
   if (next != ranges.end() && next->first == end) {
     end = next->second;
@@ -25,10 +27,12 @@ void add_range(std::map<uint64_t, uint64_t>& ranges, uint64_t start, uint64_t en
     }
   }
   ranges[start] = end;
+  return end - start;
 }
 
 // Takes [start, start+span) off the front of the free range that starts at `start`.
-void take_front(std::map<uint64_t, uint64_t>& ranges, std::map<uint64_t, uint64_t>::iterator range, uint64_t span) {
+template <class Ranges>
+void take_front(Ranges& ranges, typename Ranges::iterator range, uint64_t span) {
   const uint64_t start = range->first;
   const uint64_t end = range->second;
   ranges.erase(range);
@@ -83,9 +87,11 @@ std::optional<uint64_t> DriverAddressModel::take_from_chunks(uint64_t span) {
     }
     if (best == chunk.free.end()) continue;
     const uint64_t address = best->first;
+    const uint64_t best_size = best->second - best->first;
     take_front(chunk.free, best, span);
     ++chunk.live;
-    update_room(newest->second, chunk);
+    // Only a cut into the largest free range can lower the largest (another may be as large).
+    if (best_size == chunk.largest_free) update_room(newest->second, chunk);
     return address;
   }
   return std::nullopt;
@@ -117,13 +123,14 @@ bool DriverAddressModel::release(uint64_t address) {
   live_.erase(live);
   auto owner = std::prev(chunks_.upper_bound(address));
   Chunk& chunk = owner->second;
-  add_range(chunk.free, address, address + span);
+  const uint64_t merged = add_range(chunk.free, address, address + span);
   if (--chunk.live == 0 && !chunk.permanent) {
     add_range(va_free_, owner->first, chunk.end);
     with_room_.erase(chunk.created);
     chunks_.erase(owner);
-  } else {
-    update_room(owner->first, chunk);
+  } else if (merged > chunk.largest_free) {  // the merged range absorbed only smaller ones
+    if (chunk.largest_free == 0) with_room_[chunk.created] = owner->first;
+    chunk.largest_free = merged;
   }
   return true;
 }

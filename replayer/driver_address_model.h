@@ -25,8 +25,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
+
+#include <absl/container/btree_map.h>
+#include <absl/container/flat_hash_map.h>
 
 namespace memreplay {
 
@@ -45,7 +47,8 @@ class DriverAddressModel {
   static constexpr uint64_t kChunkUnit = 32ull << 20;
 
  private:
-  using Ranges = std::map<uint64_t, uint64_t>;  // start -> end, disjoint, adjacent ones merged
+  // B-trees, not std::map: no allocation per range, and a device call per event in passthrough.
+  using Ranges = absl::btree_map<uint64_t, uint64_t>;  // start -> end, disjoint, adjacent ones merged
   struct Chunk {
     uint64_t end;
     uint64_t live = 0;
@@ -62,10 +65,10 @@ class DriverAddressModel {
   std::optional<uint64_t> new_chunk(uint64_t span);
 
   Ranges va_free_;
-  std::map<uint64_t, Chunk> chunks_;            // by start address
-  std::map<uint64_t, uint64_t> with_room_;      // created -> start, of chunks with free space
+  absl::btree_map<uint64_t, Chunk> chunks_;            // by start address
+  absl::btree_map<uint64_t, uint64_t> with_room_;      // created -> start, of chunks with free space
   uint64_t chunks_created_ = 0;
-  std::map<uint64_t, uint64_t> live_;           // address -> span
+  absl::flat_hash_map<uint64_t, uint64_t> live_;           // address -> span
 };
 
 }  // namespace memreplay

@@ -12,9 +12,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <unordered_map>
+
+#include <absl/container/btree_map.h>
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/device.h"
 #include "replayer/driver_address_model.h"
@@ -70,12 +71,12 @@ class SimDevice final : public Device {
   DeviceCounters counters_;
   // cudaMalloc heap: where allocations go, and the bytes asked for (counted as reserved) of each.
   DriverAddressModel heap_;
-  std::unordered_map<uint64_t, uint64_t> heap_live_;
+  absl::flat_hash_map<uint64_t, uint64_t> heap_live_;
   // Segments placed where the trace recorded them (start -> end), outside the model's window.
   RecordedPlacement placement_;
-  std::map<uint64_t, uint64_t> recorded_live_;
+  absl::btree_map<uint64_t, uint64_t> recorded_live_;
   // Mapped pages of VMM reservations: start -> end, adjacent ranges merged.
-  std::map<uint64_t, uint64_t> mapped_;
+  absl::btree_map<uint64_t, uint64_t> mapped_;
   uint64_t next_reservation_;
   SimAsyncPool pool_;
 };
