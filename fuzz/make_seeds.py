@@ -4,7 +4,8 @@
 Each snapshot seed is the LAST entries of a real trace with that trace's final `segments` (as a
 ring buffer would have kept them, so the importer's state rebuild has real work), pickled with
 the protocol PyTorch's _dump_snapshot uses. The trace and chunk seeds are those snapshots run
-through `memreplay import`. Usage: fuzz/make_seeds.py SHARED_TRACES_DIR MEMREPLAY_BINARY
+through `memreplay import`; compressed_import_fuzz gets every snapshot seed plain and
+compressed four ways, and each RMM log gzip'd. Usage: fuzz/make_seeds.py SHARED_TRACES_DIR MEMREPLAY_BINARY
 """
 import gzip
 import lzma
@@ -58,6 +59,13 @@ def rmm_log(snapshot, entries):
     return ("\n".join(lines) + "\n").encode()
 
 
+def compressed(data):
+    """`data` compressed the four ways the importers read, as (file suffix, bytes)."""
+    zst = subprocess.run(["zstd", "-c"], input=data, capture_output=True, check=True).stdout
+    return [(".xz", lzma.compress(data)), (".gz", gzip.compress(data)), (".zlib", zlib.compress(data)),
+            (".zst", zst)]
+
+
 def chunks(mrt):
     """The decompressed Chunk payloads of a .mrt (records after the 8-byte magic)."""
     at, out = 8, []
@@ -83,12 +91,11 @@ for name in sorted(os.listdir(traces_dir)):
         tag = "%s_%d" % (stem, entries)
         put("unpickle_fuzz", tag + ".pickle", data)
         put("snapshot_import_fuzz", tag + ".pickle", data)
-        if entries == 24:
-            put("decompress_fuzz", tag + ".xz", lzma.compress(data))
-            put("decompress_fuzz", tag + ".gz", gzip.compress(data))
-            put("decompress_fuzz", tag + ".zlib", zlib.compress(data))
-            put("decompress_fuzz", tag + ".zst",
-                subprocess.run(["zstd", "-c"], input=data, capture_output=True, check=True).stdout)
+        put("compressed_import_fuzz", tag + ".pickle", data)
+        for suffix, packed in compressed(data):
+            if entries == 24:
+                put("decompress_fuzz", tag + suffix, packed)
+            put("compressed_import_fuzz", tag + suffix, packed)
         with tempfile.TemporaryDirectory() as tmp:
             src, mrt = os.path.join(tmp, "s.pickle"), os.path.join(tmp, "s.mrt")
             with open(src, "wb") as f:
@@ -100,6 +107,7 @@ for name in sorted(os.listdir(traces_dir)):
         for i, chunk in enumerate(chunks(trace)):
             put("chunk_decoder_fuzz", "%s_%d.chunk" % (tag, i), chunk)
     put("rmm_import_fuzz", stem + ".csv", rmm_log(snapshot, 80))
+    put("compressed_import_fuzz", stem + ".csv.gz", gzip.compress(rmm_log(snapshot, 80)))
     for protocol in (2, 3, 5):
         put("unpickle_fuzz", "%s_p%d.pickle" % (stem, protocol),
             pickle.dumps(small_snapshot(snapshot, 12, True), protocol=protocol))

@@ -5,6 +5,7 @@
 # any crash, leak, timeout (10 s) or OOM (2 GiB) stops that process and leaves its input in
 # OUT/artifacts/, and the script exits 1.
 #   fuzz/parallel.sh BUNDLE OUT SECONDS TARGET JOBS
+#   RUNS=N fuzz/parallel.sh ...   each process also stops after N executions (whichever comes first)
 # BUNDLE as for campaign.sh (the binaries, corpus/, lib/).
 set -uo pipefail
 bundle=$1
@@ -18,7 +19,9 @@ pids=()
 for ((j = 1; j <= jobs; j++)); do
   scratch=$(mktemp -d)
   cp -r "$bundle/corpus/$target/." "$scratch/" 2>/dev/null
-  "$bundle/$target" -seed="$j" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  limit=(-max_total_time="$seconds")
+  if [ -n "${RUNS:-}" ]; then limit+=(-runs="$RUNS"); fi
+  "$bundle/$target" -seed="$j" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$target-$j-" "$scratch" >"$out/$target.$j.log" 2>&1 &
   pids+=($!)
 done
