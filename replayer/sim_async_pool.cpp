@@ -197,7 +197,7 @@ void SimAsyncPool::insert_free(uint64_t start, FreeRange range) {
   by_size_[range.owner].emplace(range.end - start, start);
 }
 
-void SimAsyncPool::erase_free(std::map<uint64_t, FreeRange>::iterator it) {
+void SimAsyncPool::erase_free(FreeRanges::iterator it) {
   by_size_[it->second.owner].erase({it->second.end - it->first, it->first});
   free_.erase(it);
 }

@@ -38,13 +38,14 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <absl/container/btree_map.h>
+#include <absl/container/btree_set.h>
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/device.h"
 
@@ -97,23 +98,25 @@ class SimAsyncPool {
     uint64_t requested;  // bytes asked for (UsedMem)
   };
   // Size index of the free ranges per owner: (size, start).
-  using SizeIndex = std::set<std::pair<uint64_t, uint64_t>>;
+  using SizeIndex = absl::btree_set<std::pair<uint64_t, uint64_t>>;
+  // B-trees and flat hash maps: no allocation per range (a pool call per event under cuda_async).
+  using FreeRanges = absl::btree_map<uint64_t, FreeRange>;  // start -> range
 
   std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
   void insert_free(uint64_t start, FreeRange range);  // merges with compatible neighbours
-  void erase_free(std::map<uint64_t, FreeRange>::iterator it);
+  void erase_free(FreeRanges::iterator it);
   void share_all_free();  // every free range becomes reusable by every stream
   void release_free_chunks(uint64_t keep_bytes);
 
   PoolConfig config_;
   uint64_t base_;
   uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
-  std::set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
-  std::map<uint64_t, FreeRange> free_;  // start -> range
-  std::unordered_map<StreamId, SizeIndex> by_size_;
-  std::unordered_map<uint64_t, LiveAlloc> live_;
-  std::unordered_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
+  absl::btree_set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
+  FreeRanges free_;
+  absl::flat_hash_map<StreamId, SizeIndex> by_size_;
+  absl::flat_hash_map<uint64_t, LiveAlloc> live_;
+  absl::flat_hash_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
   uint64_t seq_ = 0;
   uint64_t reserved_ = 0;
   uint64_t used_ = 0;
