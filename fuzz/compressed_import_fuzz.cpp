@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/counting_sink.h"
 #include "proto/input_error.h"
 #include "recorder/import/decompress.h"
 #include "recorder/import/import.h"
@@ -34,17 +35,7 @@ namespace {
 
 using memreplay::Compression;
 
-class CountingSink final : public memreplay::TraceSink {
- public:
-  void begin(const memreplay::proto::TraceHeader&) override {}
-  uint32_t intern_stack(std::span<const memreplay::FrameText> frames) override {
-    return static_cast<uint32_t>(frames.size()) + 1;
-  }
-  void append(const memreplay::Event&) override { ++events; }
-  void append_annotation(const memreplay::Event&, const memreplay::KeyValues&) override { ++events; }
-  void finish() override {}
-  uint64_t events = 0;
-};
+using memreplay::fuzz::CountingSink;
 
 // One memfd for the whole run, rewritten for every input; import_file opens it by its /proc path.
 int input_fd() {

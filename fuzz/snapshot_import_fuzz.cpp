@@ -5,24 +5,11 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/counting_sink.h"
 #include "proto/input_error.h"
 #include "recorder/import/pytorch_snapshot_importer.h"
 
-namespace {
-
-class CountingSink final : public memreplay::TraceSink {
- public:
-  void begin(const memreplay::proto::TraceHeader&) override {}
-  uint32_t intern_stack(std::span<const memreplay::FrameText> frames) override {
-    return static_cast<uint32_t>(frames.size()) + 1;
-  }
-  void append(const memreplay::Event&) override { ++events; }
-  void append_annotation(const memreplay::Event&, const memreplay::KeyValues&) override { ++events; }
-  void finish() override {}
-  uint64_t events = 0;
-};
-
-}  // namespace
+using memreplay::fuzz::CountingSink;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CountingSink sink;
