@@ -1,7 +1,7 @@
 // passthrough: no caching at all. Every allocation is its own device malloc of exactly the
 // requested bytes, every free a device free: the baseline a caching allocator is compared with
 // (what PYTORCH_NO_CUDA_MEMORY_CACHING=1 does).
-#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -17,7 +17,7 @@ class PassthroughPolicy final : public Policy {
   std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
     const auto address = device_.malloc(bytes);
     if (!address) return std::nullopt;
-    live_.emplace(*address, bytes);
+    live_.insert(*address);
     return Block{*address, bytes};
   }
 
@@ -28,7 +28,8 @@ class PassthroughPolicy final : public Policy {
   }
 
   Device& device_;
-  absl::flat_hash_map<uint64_t, uint64_t> live_;  // live block address -> bytes
+  // Live block addresses: the contract's false for a foreign address (the device would throw).
+  absl::flat_hash_set<uint64_t> live_;
 };
 
 std::unique_ptr<Policy> make_passthrough(std::string_view options, Device& device) {

@@ -10,33 +10,45 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
-// Adds [start, end) to `ranges`, merging it with the neighbours it touches; returns the size of
-// the range it ends up in.
+// Adds [start, end) to the sorted `ranges`, merging it with the neighbours it touches; returns the
+// size of the range it ends up in.
 template <class Ranges>
 uint64_t add_range(Ranges& ranges, uint64_t start, uint64_t end) {
+  const auto next = std::lower_bound(ranges.begin(), ranges.end(), start,
+                                     [](const auto& range, uint64_t at) { return range.start < at; });
+  const bool joins_next = next != ranges.end() && next->start == end;
+  const bool joins_prev = next != ranges.begin() && std::prev(next)->end == start;
+  if (joins_prev && joins_next) {
+    const auto prev = std::prev(next);
+    prev->end = next->end;
+    ranges.erase(next);
+    return prev->end - prev->start;
+  }
+  if (joins_prev) {
+    const auto prev = std::prev(next);
+    prev->end = end;
+    return end - prev->start;
+  }
+  if (joins_next) {
+    next->start = start;
+    return next->end - start;
+  }
+  ranges.insert(next, {start, end});
+  return end - start;
+}
+
+// The same for the VA's free ranges, a B-tree (start -> end): one per gap between chunks.
+void add_va_range(absl::btree_map<uint64_t, uint64_t>& ranges, uint64_t start, uint64_t end) {
   auto next = ranges.lower_bound(start);
   if (next != ranges.end() && next->first == end) {
     end = next->second;
     next = ranges.erase(next);
   }
-  if (next != ranges.begin()) {
-    auto prev = std::prev(next);
-    if (prev->second == start) {
-      start = prev->first;
-      ranges.erase(prev);
-    }
+  if (next != ranges.begin() && std::prev(next)->second == start) {
+    std::prev(next)->second = end;
+    return;
   }
-  ranges[start] = end;
-  return end - start;
-}
-
-// Takes [start, start+span) off the front of the free range that starts at `start`.
-template <class Ranges>
-void take_front(Ranges& ranges, typename Ranges::iterator range, uint64_t span) {
-  const uint64_t start = range->first;
-  const uint64_t end = range->second;
-  ranges.erase(range);
-  if (start + span < end) ranges[start + span] = end;
+  ranges.emplace_hint(next, start, end);
 }
 
 }  // namespace
@@ -45,59 +57,70 @@ DriverAddressModel::DriverAddressModel(uint64_t top, uint64_t va_bytes) {
   va_free_[top - va_bytes] = top;
   // Oldest first: the driver made them top-down too.
   for (const auto& [offset, bytes] : {std::pair{488 * kMiB, 24 * kMiB}, std::pair{414 * kMiB, 2 * kMiB}}) {
-    Chunk hole;
-    hole.end = top + offset + bytes;
-    hole.permanent = true;
-    hole.free[top + offset] = top + offset + bytes;
-    add_chunk(top + offset, std::move(hole));
+    const uint64_t start = top + offset;
+    const uint32_t id = add_chunk(start, start + bytes, /*permanent=*/true);
+    chunks_[id].free.push_back({start, start + bytes});
+    chunks_[id].largest_free = bytes;
+    room_.set(id, bytes);
   }
+}
+
+uint32_t DriverAddressModel::add_chunk(uint64_t start, uint64_t end, bool permanent) {
+  uint32_t id;
+  if (unused_ids_.empty()) {
+    id = static_cast<uint32_t>(chunks_.size());
+    chunks_.emplace_back();
+  } else {
+    id = unused_ids_.back();
+    unused_ids_.pop_back();
+  }
+  Chunk& chunk = chunks_[id];
+  chunk.start = start;
+  chunk.end = end;
+  chunk.live = 0;
+  chunk.largest_free = 0;
+  chunk.permanent = permanent;
+  chunk.free.clear();
+  room_.add(id, 0);
+  return id;
 }
 
 std::optional<uint64_t> DriverAddressModel::allocate(uint64_t bytes) {
   const uint64_t span = round_up(bytes == 0 ? 1 : bytes, kPage);
-  std::optional<uint64_t> address = take_from_chunks(span);
-  if (!address) address = new_chunk(span);
-  if (address) live_[*address] = span;
-  return address;
+  std::optional<Placement> placed = take_from_chunks(span);
+  if (!placed) placed = new_chunk(span);
+  if (!placed) return std::nullopt;
+  live_.emplace(placed->address, Live{span, bytes, placed->chunk});
+  return placed->address;
 }
 
-void DriverAddressModel::add_chunk(uint64_t start, Chunk chunk) {
-  chunk.created = ++chunks_created_;
-  auto& added = chunks_[start] = std::move(chunk);
-  update_room(start, added);
-}
-
-void DriverAddressModel::update_room(uint64_t start, Chunk& chunk) {
-  chunk.largest_free = 0;
-  for (const auto& [from, to] : chunk.free) chunk.largest_free = std::max(chunk.largest_free, to - from);
-  if (chunk.largest_free > 0)
-    with_room_[chunk.created] = start;
-  else
-    with_room_.erase(chunk.created);
-}
-
-std::optional<uint64_t> DriverAddressModel::take_from_chunks(uint64_t span) {
-  for (auto newest = with_room_.rbegin(); newest != with_room_.rend(); ++newest) {
-    Chunk& chunk = chunks_.at(newest->second);
-    if (chunk.largest_free < span) continue;
-    auto best = chunk.free.end();
-    for (auto range = chunk.free.begin(); range != chunk.free.end(); ++range) {
-      const uint64_t size = range->second - range->first;
-      if (size >= span && (best == chunk.free.end() || size < best->second - best->first)) best = range;
-    }
-    if (best == chunk.free.end()) continue;
-    const uint64_t address = best->first;
-    const uint64_t best_size = best->second - best->first;
-    take_front(chunk.free, best, span);
-    ++chunk.live;
-    // Only a cut into the largest free range can lower the largest (another may be as large).
-    if (best_size == chunk.largest_free) update_room(newest->second, chunk);
-    return address;
+std::optional<DriverAddressModel::Placement> DriverAddressModel::take_from_chunks(uint64_t span) {
+  // The newest chunk whose largest free range fits: every newer one has too little room.
+  const std::optional<uint32_t> id = room_.newest_at_least(span);
+  if (!id) return std::nullopt;
+  Chunk& chunk = chunks_[*id];
+  auto best = chunk.free.end();
+  for (auto range = chunk.free.begin(); range != chunk.free.end(); ++range) {
+    const uint64_t size = range->end - range->start;
+    if (size >= span && (best == chunk.free.end() || size < best->end - best->start)) best = range;
   }
-  return std::nullopt;
+  const uint64_t address = best->start;
+  const uint64_t best_size = best->end - best->start;
+  if (best_size == span)
+    chunk.free.erase(best);
+  else
+    best->start += span;
+  ++chunk.live;
+  // Only a cut into the largest free range can lower the largest (another may be as large).
+  if (best_size == chunk.largest_free) {
+    chunk.largest_free = 0;
+    for (const Range& range : chunk.free) chunk.largest_free = std::max(chunk.largest_free, range.end - range.start);
+    room_.set(*id, chunk.largest_free);
+  }
+  return Placement{address, *id};
 }
 
-std::optional<uint64_t> DriverAddressModel::new_chunk(uint64_t span) {
+std::optional<DriverAddressModel::Placement> DriverAddressModel::new_chunk(uint64_t span) {
   const uint64_t size = round_up(span, kChunkUnit);
   for (auto range = va_free_.rbegin(); range != va_free_.rend(); ++range) {
     if (range->second - range->first < size + kPage) continue;  // a gap only just as large is passed over
@@ -106,38 +129,40 @@ std::optional<uint64_t> DriverAddressModel::new_chunk(uint64_t span) {
       va_free_.erase(range->first);
     else
       range->second = start;
-    Chunk chunk;
-    chunk.end = start + size;
+    const uint32_t id = add_chunk(start, start + size, /*permanent=*/false);
+    Chunk& chunk = chunks_[id];
     chunk.live = 1;
-    if (span < size) chunk.free[start + span] = start + size;
-    add_chunk(start, std::move(chunk));
-    return start;
+    if (span < size) {
+      chunk.free.push_back({start + span, start + size});
+      chunk.largest_free = size - span;
+      room_.set(id, chunk.largest_free);
+    }
+    return Placement{start, id};
   }
   return std::nullopt;
 }
 
-bool DriverAddressModel::release(uint64_t address) {
-  const auto live = live_.find(address);
-  if (live == live_.end()) return false;
-  const uint64_t span = live->second;
-  live_.erase(live);
-  auto owner = std::prev(chunks_.upper_bound(address));
-  Chunk& chunk = owner->second;
-  const uint64_t merged = add_range(chunk.free, address, address + span);
+std::optional<uint64_t> DriverAddressModel::release(uint64_t address) {
+  const auto found = live_.find(address);
+  if (found == live_.end()) return std::nullopt;
+  const Live live = found->second;
+  live_.erase(found);
+  Chunk& chunk = chunks_[live.chunk];
+  const uint64_t merged = add_range(chunk.free, address, address + live.span);
   if (--chunk.live == 0 && !chunk.permanent) {
-    add_range(va_free_, owner->first, chunk.end);
-    with_room_.erase(chunk.created);
-    chunks_.erase(owner);
+    add_va_range(va_free_, chunk.start, chunk.end);
+    room_.remove(live.chunk);
+    unused_ids_.push_back(live.chunk);
   } else if (merged > chunk.largest_free) {  // the merged range absorbed only smaller ones
-    if (chunk.largest_free == 0) with_room_[chunk.created] = owner->first;
     chunk.largest_free = merged;
+    room_.set(live.chunk, merged);
   }
-  return true;
+  return live.bytes;
 }
 
 uint64_t DriverAddressModel::span_of(uint64_t address) const {
   const auto live = live_.find(address);
-  return live == live_.end() ? 0 : live->second;
+  return live == live_.end() ? 0 : live->second.span;
 }
 
 }  // namespace memreplay

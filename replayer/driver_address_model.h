@@ -26,9 +26,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
+#include "replayer/newest_fit_index.h"
 
 namespace memreplay {
 
@@ -38,37 +42,56 @@ class DriverAddressModel {
 
   // The address of a new allocation of `bytes`; nullopt when the VA is exhausted.
   std::optional<uint64_t> allocate(uint64_t bytes);
-  // Frees an address allocate() returned; false if it never did (or already freed).
-  bool release(uint64_t address);
+  // Frees an address allocate() returned: the bytes it asked for; nullopt if it never returned it
+  // (or it is already freed).
+  std::optional<uint64_t> release(uint64_t address);
   // VA the allocation at `address` occupies (bytes rounded up to the 2 MiB page); 0 if unknown.
   uint64_t span_of(uint64_t address) const;
+  // Calls f(address, bytes asked for) for every live allocation, in no particular order.
+  template <class F>
+  void for_each_live(F&& f) const {
+    for (const auto& [address, live] : live_) f(address, live.bytes);
+  }
+  size_t live_count() const { return live_.size(); }
 
   static constexpr uint64_t kPage = 2ull << 20;
   static constexpr uint64_t kChunkUnit = 32ull << 20;
 
  private:
-  // B-trees, not std::map: no allocation per range, and a device call per event in passthrough.
-  using Ranges = absl::btree_map<uint64_t, uint64_t>;  // start -> end, disjoint, adjacent ones merged
-  struct Chunk {
+  struct Range {
+    uint64_t start;
     uint64_t end;
+  };
+  // A chunk holds a few free ranges (at most one per two pages, 8 in a 32 MiB chunk): a sorted
+  // inline array scans faster than any tree and allocates nothing.
+  struct Chunk {
+    uint64_t start = 0;
+    uint64_t end = 0;
     uint64_t live = 0;
-    Ranges free;
-    bool permanent = false;  // the driver's own: never given back
-    uint64_t created = 0;    // order of creation: newer chunks are searched first
     uint64_t largest_free = 0;
+    bool permanent = false;  // the driver's own: never given back
+    absl::InlinedVector<Range, 4> free;  // by address, disjoint, adjacent ones merged
+  };
+  struct Live {
+    uint64_t span;
+    uint64_t bytes;  // asked for
+    uint32_t chunk;
   };
 
-  void add_chunk(uint64_t start, Chunk chunk);
-  void update_room(uint64_t start, Chunk& chunk);  // after its free ranges changed
+  struct Placement {
+    uint64_t address;
+    uint32_t chunk;
+  };
 
-  std::optional<uint64_t> take_from_chunks(uint64_t span);
-  std::optional<uint64_t> new_chunk(uint64_t span);
+  uint32_t add_chunk(uint64_t start, uint64_t end, bool permanent);
+  std::optional<Placement> take_from_chunks(uint64_t span);
+  std::optional<Placement> new_chunk(uint64_t span);
 
-  Ranges va_free_;
-  absl::btree_map<uint64_t, Chunk> chunks_;            // by start address
-  absl::btree_map<uint64_t, uint64_t> with_room_;      // created -> start, of chunks with free space
-  uint64_t chunks_created_ = 0;
-  absl::flat_hash_map<uint64_t, uint64_t> live_;           // address -> span
+  absl::btree_map<uint64_t, uint64_t> va_free_;  // start -> end, disjoint, adjacent ones merged
+  std::vector<Chunk> chunks_;                    // by id; ids of given-back chunks are reused
+  std::vector<uint32_t> unused_ids_;
+  NewestFitIndex room_;                          // chunk id -> its largest free range, newest first
+  absl::flat_hash_map<uint64_t, Live> live_;     // address -> allocation
 };
 
 }  // namespace memreplay

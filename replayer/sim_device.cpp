@@ -52,19 +52,23 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
     ++counters_.failed_calls;
     return std::nullopt;
   }
-  heap_live_[*address] = bytes;
   ++counters_.malloc_calls;
   counters_.add_reserved(bytes);
   return address;
 }
 
 void SimDevice::free(uint64_t address) {
-  const auto live = heap_live_.find(address);
-  if (live == heap_live_.end() || (recorded_live_.erase(address) == 0 && !heap_.release(address)))
-    throw std::logic_error("SimDevice::free of an address it never handed out");
+  // The model's live map and recorded_live_ know each segment's bytes: no third map for them.
+  std::optional<uint64_t> bytes;
+  if (const auto recorded = recorded_live_.find(address); recorded != recorded_live_.end()) {
+    bytes = recorded->second - address;
+    recorded_live_.erase(recorded);
+  } else {
+    bytes = heap_.release(address);
+  }
+  if (!bytes) throw std::logic_error("SimDevice::free of an address it never handed out");
   placement_.replay_free(address);
-  counters_.remove_reserved(live->second);
-  heap_live_.erase(live);
+  counters_.remove_reserved(*bytes);
   ++counters_.free_calls;
 }
 
@@ -140,8 +144,9 @@ void SimDevice::unmap(uint64_t address, uint64_t bytes) {
 
 std::vector<std::pair<uint64_t, uint64_t>> SimDevice::backed_ranges() const {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  ranges.reserve(heap_live_.size() + mapped_.size());
-  for (const auto& [address, bytes] : heap_live_) ranges.emplace_back(address, address + bytes);
+  ranges.reserve(heap_.live_count() + recorded_live_.size() + mapped_.size());
+  heap_.for_each_live([&](uint64_t address, uint64_t bytes) { ranges.emplace_back(address, address + bytes); });
+  for (const auto& [start, end] : recorded_live_) ranges.emplace_back(start, end);
   for (const auto& [start, end] : mapped_) ranges.emplace_back(start, end);
   for (const auto& chunk : pool_.chunk_ranges()) ranges.push_back(chunk);
   std::sort(ranges.begin(), ranges.end());

@@ -15,7 +15,6 @@
 #include <optional>
 
 #include <absl/container/btree_map.h>
-#include <absl/container/flat_hash_map.h>
 
 #include "policies/device.h"
 #include "replayer/driver_address_model.h"
@@ -71,7 +70,6 @@ class SimDevice final : public Device {
   DeviceCounters counters_;
   // cudaMalloc heap: where allocations go, and the bytes asked for (counted as reserved) of each.
   DriverAddressModel heap_;
-  absl::flat_hash_map<uint64_t, uint64_t> heap_live_;
   // Segments placed where the trace recorded them (start -> end), outside the model's window.
   RecordedPlacement placement_;
   absl::btree_map<uint64_t, uint64_t> recorded_live_;

@@ -7,10 +7,12 @@
 
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "test_support.h"
+#include "test_support/reference_address_model.h"
 
 namespace memreplay {
 namespace {
@@ -124,6 +126,53 @@ TEST(DriverAddressModel, AnEmptiedChunkGivesItsVaBackButAnExactGapIsPassedOver) 
   // Now [top-64, top) is free: a 32 MiB chunk goes at its top.
   EXPECT_EQ(model.allocate(30 * kMiB), kTop - 32 * kMiB);
   EXPECT_FALSE(model.release(12345));
+}
+
+// The model's index and inline arrays against the first, map-and-scan version of the same rules
+// (test_support/reference_address_model.h): random mallocs and frees, small and multi-chunk sizes,
+// in a VA window small enough to run out; every address and every refusal identical.
+TEST(DriverAddressModel, SameAddressesAsTheReferenceOnRandomCalls) {
+  for (const uint64_t va_bytes : {1ull << 40, 3ull << 30}) {
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+      std::mt19937_64 random(seed);
+      DriverAddressModel model(kTop, va_bytes);
+      testing::ReferenceAddressModel reference(kTop, va_bytes);
+      std::vector<uint64_t> live;
+      size_t refused = 0;
+      for (int call = 0; call < 3000; ++call) {
+        const bool free = !live.empty() && random() % 100 < 48;
+        if (free) {
+          const size_t pick = random() % live.size();
+          const uint64_t address = live[pick];
+          live[pick] = live.back();
+          live.pop_back();
+          ASSERT_EQ(model.release(address).has_value(), reference.release(address)) << seed << " call " << call;
+          continue;
+        }
+        // Mostly a page or two, sometimes a few MiB over a chunk, rarely hundreds of MiB.
+        const uint64_t kind = random() % 100;
+        const uint64_t bytes = kind < 70 ? 1 + random() % (4 * kMiB)
+                               : kind < 95 ? 1 + random() % (70 * kMiB)
+                                           : 1 + random() % (600 * kMiB);
+        const std::optional<uint64_t> got = model.allocate(bytes);
+        ASSERT_EQ(got, reference.allocate(bytes)) << "seed " << seed << " call " << call << " bytes " << bytes;
+        if (got)
+          live.push_back(*got);
+        else
+          ++refused;
+      }
+      if (va_bytes < (1ull << 40)) EXPECT_GT(refused, 0u) << "seed " << seed << ": the small window never ran out";
+    }
+  }
+}
+
+TEST(DriverAddressModel, ReleaseGivesTheBytesAskedFor) {
+  DriverAddressModel model(kTop, 1ull << 40);
+  const uint64_t address = *model.allocate(3 * kMiB + 5);
+  EXPECT_EQ(model.span_of(address), 4 * kMiB);
+  EXPECT_EQ(model.release(address), 3 * kMiB + 5);
+  EXPECT_EQ(model.release(address), std::nullopt);
+  EXPECT_EQ(model.span_of(address), 0u);
 }
 
 }  // namespace
