@@ -21,7 +21,8 @@
 // Capacity: the Device caps what the pool reserves (as for every policy: the memory this process
 // may hold). PyTorch's own check for this backend, used + n > limit, is weaker and implied by it.
 #include <string>
-#include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -64,7 +65,7 @@ class CudaAsyncPolicy final : public Policy {
   }
 
   Device& device_;
-  std::unordered_map<uint64_t, StreamId> streams_;  // live block -> stream it was allocated on
+  absl::flat_hash_map<uint64_t, StreamId> streams_;  // live block -> stream it was allocated on
 };
 
 PoolConfig parse_options(std::string_view text) {

@@ -83,15 +83,15 @@ bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   StreamId owner = kAnyStream;
   if (!free_.empty()) {
     const auto last = std::prev(free_.end());
-    if (last->second.end == end_ && (last->second.owner == kAnyStream || last->second.owner == stream)) {
-      tail = last->second.end - last->first;
+    if (last->first == end_ && (last->second.owner == kAnyStream || last->second.owner == stream)) {
+      tail = last->first - last->second.start;
       owner = last->second.owner;
     }
   }
   const uint64_t bytes = round_up(span - tail, kChunkBytes);
   if (bytes > growth_room) return false;
   for (uint64_t chunk = end_; chunk < end_ + bytes; chunk += kChunkBytes) chunks_.insert(chunk);
-  insert_free(end_, FreeRange{end_ + bytes, owner, 0});
+  insert_free(end_, end_ + bytes, owner, 0);
   end_ += bytes;
   reserved_ += bytes;
   ++grow_count_;
@@ -107,7 +107,7 @@ void SimAsyncPool::free(uint64_t address, StreamId stream) {
   // With opportunistic or internal-dependency reuse, other streams may take it at once (no GPU
   // work is pending in a replay); otherwise only `stream`, until a dependency or a sync.
   const bool shared = config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies;
-  insert_free(address, FreeRange{address + alloc.span, shared ? kAnyStream : stream, ++seq_});
+  insert_free(address, address + alloc.span, shared ? kAnyStream : stream, ++seq_);
 }
 
 void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
@@ -120,16 +120,15 @@ void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait
   const auto [source, seq] = event->second;
   if (source == stream) return;
   // Ranges `source` freed before the record are now ordered before `stream`'s work.
-  std::vector<uint64_t> starts;
-  for (const auto& [start, range] : free_)
-    if (range.owner == source && range.free_seq <= seq) starts.push_back(start);
-  for (const uint64_t start : starts) {
-    const auto it = free_.find(start);
-    if (it == free_.end()) continue;  // merged into an earlier one meanwhile
-    FreeRange range = it->second;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, end)
+  for (const auto& [end, range] : free_)
+    if (range.owner == source && range.free_seq <= seq) ranges.emplace_back(range.start, end);
+  for (const auto& [start, end] : ranges) {
+    const auto it = free_.find(end);
+    if (it == free_.end() || it->second.start != start) continue;  // merged meanwhile
+    const uint64_t free_seq = it->second.free_seq;
     erase_free(it);
-    range.owner = kAnyStream;
-    insert_free(start, range);
+    insert_free(start, end, kAnyStream, free_seq);
   }
 }
 
@@ -156,84 +155,94 @@ std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
 
 std::optional<uint64_t> SimAsyncPool::take_best_fit(uint64_t span, StreamId stream) {
   // The best of the ranges every stream may use and those only this stream may use.
-  std::optional<std::pair<uint64_t, uint64_t>> best;
-  for (const StreamId owner : {kAnyStream, stream}) {
-    const auto index = by_size_.find(owner);
-    if (index == by_size_.end()) continue;
-    const auto fit = index->second.lower_bound({span, 0});
-    if (fit != index->second.end() && (!best || *fit < *best)) best = *fit;
-  }
-  if (!best) return std::nullopt;
-  const uint64_t start = best->second;
-  const auto it = free_.find(start);
-  FreeRange range = it->second;
-  erase_free(it);
-  if (start + span < range.end) {
-    // The remainder keeps its owner; its neighbours were already apart from it.
-    const uint64_t rest = start + span;
-    free_.emplace(rest, range);
-    by_size_[range.owner].emplace(range.end - rest, rest);
+  SizeIndex* best_index = nullptr;
+  SizeIndex::iterator best;
+  const auto consider = [&](SizeIndex& index) {
+    const auto fit = index.lower_bound({span, 0});
+    if (fit != index.end() && (best_index == nullptr || *fit < *best)) {
+      best_index = &index;
+      best = fit;
+    }
+  };
+  consider(shared_by_size_);
+  if (stream != kAnyStream)
+    if (const auto own = by_size_.find(stream); own != by_size_.end()) consider(own->second);
+  if (best_index == nullptr) return std::nullopt;
+  const auto [size, start] = *best;
+  best_index->erase(best);
+  const auto range = free_.find(start + size);
+  if (size == span) {
+    free_.erase(range);
+  } else {
+    // The remainder keeps its owner and end; its neighbours were already apart from it.
+    range->second.start = start + span;
+    best_index->emplace(size - span, start + span);
   }
   return start;
 }
 
-void SimAsyncPool::insert_free(uint64_t start, FreeRange range) {
-  auto next = free_.lower_bound(start);
-  if (next != free_.end() && next->first == range.end && next->second.owner == range.owner) {
-    range.end = next->second.end;
-    range.free_seq = std::max(range.free_seq, next->second.free_seq);
-    erase_free(next);
-    next = free_.lower_bound(start);
+void SimAsyncPool::insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq) {
+  // The range after [start, end) is the first to end past it; the one before ends at or below start.
+  const auto next = free_.upper_bound(end);
+  const bool joins_next = next != free_.end() && next->second.start == end && next->second.owner == owner;
+  const auto prev = next == free_.begin() ? free_.end() : std::prev(next);
+  const bool joins_prev = prev != free_.end() && prev->first == start && prev->second.owner == owner;
+  SizeIndex& index = size_index(owner);
+  if (joins_prev) {
+    start = prev->second.start;
+    free_seq = std::max(free_seq, prev->second.free_seq);
+    index.erase({prev->first - prev->second.start, prev->second.start});
   }
-  if (next != free_.begin()) {
-    const auto prev = std::prev(next);
-    if (prev->second.end == start && prev->second.owner == range.owner) {
-      start = prev->first;
-      range.free_seq = std::max(range.free_seq, prev->second.free_seq);
-      erase_free(prev);
-    }
+  if (joins_next) {
+    index.erase({next->first - next->second.start, next->second.start});
+    next->second.start = start;
+    next->second.free_seq = std::max(free_seq, next->second.free_seq);
+    index.emplace(next->first - start, start);
+    if (joins_prev) free_.erase(prev);  // last: erasing invalidates `next`
+    return;
   }
-  free_.emplace(start, range);
-  by_size_[range.owner].emplace(range.end - start, start);
+  // Keyed by end: a range merged into the one before takes that one's place with a new key.
+  auto hint = joins_prev ? free_.erase(prev) : next;
+  free_.emplace_hint(hint, end, FreeRange{start, owner, free_seq});
+  index.emplace(end - start, start);
 }
 
 void SimAsyncPool::erase_free(FreeRanges::iterator it) {
-  by_size_[it->second.owner].erase({it->second.end - it->first, it->first});
+  size_index(it->second.owner).erase({it->first - it->second.start, it->second.start});
   free_.erase(it);
 }
 
 void SimAsyncPool::share_all_free() {
   std::vector<std::pair<uint64_t, FreeRange>> ranges(free_.begin(), free_.end());
   free_.clear();
+  shared_by_size_.clear();
   by_size_.clear();
-  for (auto& [start, range] : ranges) {
-    range.owner = kAnyStream;
-    insert_free(start, range);
-  }
+  for (const auto& [end, range] : ranges) insert_free(range.start, end, kAnyStream, range.free_seq);
 }
 
 void SimAsyncPool::release_free_chunks(uint64_t keep_bytes) {
   // Chunks that lie wholly inside a free range, highest address first.
   std::vector<uint64_t> candidates;
-  for (const auto& [start, range] : free_)
-    for (uint64_t chunk = base_ + round_up(start - base_, kChunkBytes); chunk + kChunkBytes <= range.end;
+  for (const auto& [end, range] : free_)
+    for (uint64_t chunk = base_ + round_up(range.start - base_, kChunkBytes); chunk + kChunkBytes <= end;
          chunk += kChunkBytes)
       candidates.push_back(chunk);
   std::sort(candidates.rbegin(), candidates.rend());
   for (const uint64_t chunk : candidates) {
     if (reserved_ <= keep_bytes) break;
-    // Cut [chunk, chunk + kChunkBytes) out of the free range that holds it.
-    const auto it = std::prev(free_.upper_bound(chunk));
-    const uint64_t start = it->first;
+    // Cut [chunk, chunk + kChunkBytes) out of the free range that holds it: the first to end past it.
+    const auto it = free_.upper_bound(chunk);
+    const uint64_t end = it->first;
     const FreeRange range = it->second;
     erase_free(it);
-    if (start < chunk) {
-      free_.emplace(start, FreeRange{chunk, range.owner, range.free_seq});
-      by_size_[range.owner].emplace(chunk - start, start);
+    SizeIndex& index = size_index(range.owner);
+    if (range.start < chunk) {
+      free_.emplace(chunk, FreeRange{range.start, range.owner, range.free_seq});
+      index.emplace(chunk - range.start, range.start);
     }
-    if (chunk + kChunkBytes < range.end) {
-      free_.emplace(chunk + kChunkBytes, range);
-      by_size_[range.owner].emplace(range.end - chunk - kChunkBytes, chunk + kChunkBytes);
+    if (chunk + kChunkBytes < end) {
+      free_.emplace(end, FreeRange{chunk + kChunkBytes, range.owner, range.free_seq});
+      index.emplace(end - chunk - kChunkBytes, chunk + kChunkBytes);
     }
     chunks_.erase(chunk);
     reserved_ -= kChunkBytes;

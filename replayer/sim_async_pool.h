@@ -89,7 +89,7 @@ class SimAsyncPool {
   static constexpr StreamId kAnyStream = ~StreamId{0};
 
   struct FreeRange {
-    uint64_t end;
+    uint64_t start;
     StreamId owner;     // kAnyStream, or the only stream that may reuse it yet
     uint64_t free_seq;  // when it was freed (for event dependencies)
   };
@@ -97,15 +97,18 @@ class SimAsyncPool {
     uint64_t span;       // aligned bytes taken
     uint64_t requested;  // bytes asked for (UsedMem)
   };
-  // Size index of the free ranges per owner: (size, start).
+  // Size index of the free ranges per owner: (size, start), so the smallest that fits comes first
+  // and the lowest address on a tie.
   using SizeIndex = absl::btree_set<std::pair<uint64_t, uint64_t>>;
-  // B-trees and flat hash maps: no allocation per range (a pool call per event under cuda_async).
-  using FreeRanges = absl::btree_map<uint64_t, FreeRange>;  // start -> range
+  // Keyed by END: taking a range's front and merging a freed block into the range after it (the
+  // common cases) change a range in place, without a B-tree erase and insert.
+  using FreeRanges = absl::btree_map<uint64_t, FreeRange>;  // end -> range
 
   std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
-  void insert_free(uint64_t start, FreeRange range);  // merges with compatible neighbours
+  void insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq);  // merges with compatible neighbours
   void erase_free(FreeRanges::iterator it);
+  SizeIndex& size_index(StreamId owner) { return owner == kAnyStream ? shared_by_size_ : by_size_[owner]; }
   void share_all_free();  // every free range becomes reusable by every stream
   void release_free_chunks(uint64_t keep_bytes);
 
@@ -114,7 +117,8 @@ class SimAsyncPool {
   uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
   absl::btree_set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
   FreeRanges free_;
-  absl::flat_hash_map<StreamId, SizeIndex> by_size_;
+  SizeIndex shared_by_size_;                       // ranges of kAnyStream: no hash lookup
+  absl::flat_hash_map<StreamId, SizeIndex> by_size_;  // ranges only one stream may reuse yet
   absl::flat_hash_map<uint64_t, LiveAlloc> live_;
   absl::flat_hash_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
   uint64_t seq_ = 0;
