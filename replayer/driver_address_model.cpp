@@ -53,7 +53,14 @@ void add_va_range(absl::btree_map<uint64_t, uint64_t>& ranges, uint64_t start, u
 
 }  // namespace
 
-DriverAddressModel::DriverAddressModel(uint64_t top, uint64_t va_bytes) {
+// The driver's own chunks lie in the 512 MiB above the heap's top.
+constexpr uint64_t kDriverRegionBytes = 512 * kMiB;
+
+DriverAddressModel::DriverAddressModel(uint64_t top, uint64_t va_bytes)
+    // Chunks are cut downwards from `top` in whole pages: the window's pages align to it.
+    : window_base_(top - round_up(va_bytes, kPage)),
+      window_pages_((round_up(va_bytes, kPage) + kDriverRegionBytes) / kPage),
+      live_pages_((window_pages_ + kLeafPages - 1) / kLeafPages) {
   va_free_[top - va_bytes] = top;
   // Oldest first: the driver made them top-down too.
   for (const auto& [offset, bytes] : {std::pair{488 * kMiB, 24 * kMiB}, std::pair{414 * kMiB, 2 * kMiB}}) {
@@ -90,7 +97,8 @@ std::optional<uint64_t> DriverAddressModel::allocate(uint64_t bytes) {
   std::optional<Placement> placed = take_from_chunks(span);
   if (!placed) placed = new_chunk(span);
   if (!placed) return std::nullopt;
-  live_.emplace(placed->address, Live{span, bytes, placed->chunk});
+  *live_at(placed->address, /*create=*/true) = Live{static_cast<uint32_t>(span / kPage), placed->chunk, bytes};
+  ++live_count_;
   return placed->address;
 }
 
@@ -143,12 +151,13 @@ std::optional<DriverAddressModel::Placement> DriverAddressModel::new_chunk(uint6
 }
 
 std::optional<uint64_t> DriverAddressModel::release(uint64_t address) {
-  const auto found = live_.find(address);
-  if (found == live_.end()) return std::nullopt;
-  const Live live = found->second;
-  live_.erase(found);
+  Live* const found = live_at(address, /*create=*/false);
+  if (found == nullptr || found->pages == 0) return std::nullopt;
+  const Live live = *found;
+  *found = Live{};
+  --live_count_;
   Chunk& chunk = chunks_[live.chunk];
-  const uint64_t merged = add_range(chunk.free, address, address + live.span);
+  const uint64_t merged = add_range(chunk.free, address, address + live.pages * kPage);
   if (--chunk.live == 0 && !chunk.permanent) {
     add_va_range(va_free_, chunk.start, chunk.end);
     room_.remove(live.chunk);
@@ -161,8 +170,24 @@ std::optional<uint64_t> DriverAddressModel::release(uint64_t address) {
 }
 
 uint64_t DriverAddressModel::span_of(uint64_t address) const {
-  const auto live = live_.find(address);
-  return live == live_.end() ? 0 : live->second.span;
+  const Live* const live = live_at(address);
+  return live == nullptr ? 0 : live->pages * kPage;
+}
+
+DriverAddressModel::Live* DriverAddressModel::live_at(uint64_t address, bool create) {
+  if (address < window_base_ || (address - window_base_) % kPage != 0) return nullptr;
+  const uint64_t page = (address - window_base_) / kPage;
+  if (page >= window_pages_) return nullptr;
+  std::unique_ptr<Live[]>& leaf = live_pages_[page / kLeafPages];
+  if (!leaf) {
+    if (!create) return nullptr;
+    leaf = std::make_unique<Live[]>(kLeafPages);
+  }
+  return &leaf[page % kLeafPages];
+}
+
+const DriverAddressModel::Live* DriverAddressModel::live_at(uint64_t address) const {
+  return const_cast<DriverAddressModel*>(this)->live_at(address, /*create=*/false);
 }
 
 }  // namespace memreplay

@@ -25,11 +25,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include <absl/container/btree_map.h>
-#include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
 #include "replayer/newest_fit_index.h"
@@ -50,9 +50,13 @@ class DriverAddressModel {
   // Calls f(address, bytes asked for) for every live allocation, in no particular order.
   template <class F>
   void for_each_live(F&& f) const {
-    for (const auto& [address, live] : live_) f(address, live.bytes);
+    for (size_t leaf = 0; leaf < live_pages_.size(); ++leaf) {
+      if (!live_pages_[leaf]) continue;
+      for (size_t i = 0; i < kLeafPages; ++i)
+        if (live_pages_[leaf][i].pages != 0) f(address_of(leaf * kLeafPages + i), live_pages_[leaf][i].bytes);
+    }
   }
-  size_t live_count() const { return live_.size(); }
+  size_t live_count() const { return live_count_; }
 
   static constexpr uint64_t kPage = 2ull << 20;
   static constexpr uint64_t kChunkUnit = 32ull << 20;
@@ -72,11 +76,20 @@ class DriverAddressModel {
     bool permanent = false;  // the driver's own: never given back
     absl::InlinedVector<Range, 4> free;  // by address, disjoint, adjacent ones merged
   };
+  // An allocation, at the page it starts on.
   struct Live {
-    uint64_t span;
-    uint64_t bytes;  // asked for
-    uint32_t chunk;
+    uint32_t pages = 0;  // its span in 2 MiB pages; 0: no allocation starts here
+    uint32_t chunk = 0;
+    uint64_t bytes = 0;  // asked for
   };
+  // The live allocations by page, in leaves of kLeafPages allocated when first used: two loads
+  // instead of a hash lookup per call (every address the model gives is page-aligned in its window).
+  static constexpr size_t kLeafPages = 512;  // 1 GiB of VA per leaf: few leaves in use to scan
+  // The slot of the page at `address`; nullptr outside the window, off a page, or (unless
+  // `create`) in a leaf never used.
+  Live* live_at(uint64_t address, bool create);
+  const Live* live_at(uint64_t address) const;
+  uint64_t address_of(size_t page) const { return window_base_ + page * kPage; }
 
   struct Placement {
     uint64_t address;
@@ -91,7 +104,10 @@ class DriverAddressModel {
   std::vector<Chunk> chunks_;                    // by id; ids of given-back chunks are reused
   std::vector<uint32_t> unused_ids_;
   NewestFitIndex room_;                          // chunk id -> its largest free range, newest first
-  absl::flat_hash_map<uint64_t, Live> live_;     // address -> allocation
+  uint64_t window_base_;  // the lowest page the model can place
+  size_t window_pages_;   // up to the top of the driver's own chunks
+  std::vector<std::unique_ptr<Live[]>> live_pages_;  // page / kLeafPages -> leaf
+  size_t live_count_ = 0;
 };
 
 }  // namespace memreplay
