@@ -1,8 +1,9 @@
 // A fixed-capacity array of trivially copyable values in anonymous memory reserved up front:
 // address space only (pages cost memory once written), on huge pages where the kernel has them
-// (transparent huge pages, madvise mode). The importer's per-entry columns fill hundreds of
-// megabytes front to back; 4 KiB faults and the copies of a doubling vector cost them a tenth
-// of the unpickling thread's time.
+// (transparent huge pages, madvise mode) once it holds 2 MiB. The importer's per-entry columns
+// fill hundreds of megabytes front to back; 4 KiB faults and the copies of a doubling vector cost
+// them a tenth of the unpickling thread's time. Small arrays stay on small pages: a hostile
+// snapshot of a thousand devices of one entry each must not cost a huge page per column.
 #pragma once
 
 #include <sys/mman.h>
@@ -25,7 +26,6 @@ class HugePageArray {
   explicit HugePageArray(size_t capacity) : capacity_(capacity) {
     void* range = ::mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(range, bytes(), MADV_HUGEPAGE);
     data_ = static_cast<T*>(range);
   }
   ~HugePageArray() {
@@ -43,7 +43,10 @@ class HugePageArray {
   const T* data() const { return data_; }
   std::span<const T> view() const { return {data_, size_}; }
   // The caller keeps size() below capacity().
-  void push_back(const T& value) { data_[size_++] = value; }
+  void push_back(const T& value) {
+    if (size_ == kSmallEntries) ::madvise(data_, bytes(), MADV_HUGEPAGE);
+    data_[size_++] = value;
+  }
   // Empties the array and gives its pages back; the reservation stays.
   void clear() {
     if (size_ > 0) ::madvise(data_, bytes(), MADV_DONTNEED);
@@ -51,6 +54,7 @@ class HugePageArray {
   }
 
  private:
+  static constexpr size_t kSmallEntries = (size_t{2} << 20) / sizeof(T);
   size_t bytes() const { return capacity_ * sizeof(T); }
   void swap(HugePageArray& other) noexcept {
     std::swap(data_, other.data_);
