@@ -23,14 +23,16 @@ namespace {
 
 // Measured on 2026-12-01 (README, "The memreplay policy"), with a little headroom. The smallest
 // fitting capacity meets 1.01 on all nine since the footprint placement under a cap (fourth session).
-// Calls: an online allocator that must stay under 1.02 x an unknown peak can map ahead by at most
-// ~2% of its high-water mark per call, so the first growth to the peak alone costs more maps than
-// PyTorch's segments on gpt2_train; the varying batches of vit move pages every call.
+// Calls: an online allocator that must stay under 1.02 x an unknown peak can map at most 2% above
+// its high-water mark, so it pays at least the growth bound below. Where that bound is above
+// PyTorch's calls (gpt2_generate, vit) the target cannot be met; on the other three it can but is
+// not (cached pages moved between places, an unmap and a map each): the ceilings below are the
+// measured figures (fifth session, reclaim line at 1/52), so that a regression fails.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
-    {"gpt2_generate.default", 1.85}, {"gpt2_train.capped", 2.2},  {"gpt2_train.default", 2.2},
-    {"gpt2_train.stacks", 2.2},      {"gpt2_train.truncated", 1.17}, {"vit_infer_varbatch.default", 6.2},
-    {"vit_infer_varbatch.emptycache", 1.33},
+    {"gpt2_generate.default", 1.45}, {"gpt2_train.capped", 1.83},     {"gpt2_train.default", 1.83},
+    {"gpt2_train.stacks", 1.83},     {"gpt2_train.truncated", 1.14}, {"vit_infer_varbatch.default", 6.2},
+    {"vit_infer_varbatch.emptycache", 1.18},
 };
 
 constexpr uint64_t kMiB = 1ull << 20;
