@@ -27,12 +27,12 @@ namespace {
 // its high-water mark, so it pays at least the growth bound below. Where that bound is above
 // PyTorch's calls (gpt2_generate, vit) the target cannot be met; on the other three it can but is
 // not (cached pages moved between places, an unmap and a map each): the ceilings below are the
-// measured figures (fifth session, reclaim line at 1/52), so that a regression fails.
+// measured figures (fifth session: reclaim line at 1/52, whole runs unmapped), so that a
+// regression fails. vit_infer_varbatch.emptycache meets it since then.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
-    {"gpt2_generate.default", 1.45}, {"gpt2_train.capped", 1.83},     {"gpt2_train.default", 1.83},
-    {"gpt2_train.stacks", 1.83},     {"gpt2_train.truncated", 1.14}, {"vit_infer_varbatch.default", 6.2},
-    {"vit_infer_varbatch.emptycache", 1.18},
+    {"gpt2_generate.default", 1.65}, {"gpt2_train.capped", 1.74},     {"gpt2_train.default", 1.74},
+    {"gpt2_train.stacks", 1.74},     {"gpt2_train.truncated", 1.18}, {"vit_infer_varbatch.default", 4.25},
 };
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -72,6 +72,31 @@ TEST(VmmArenaPlacement, UnderACapASmallBlockGoesIntoPagesThatLiveBlocksAlreadyPi
   arena.take(*tight, kMiB);
   EXPECT_EQ(arena.pinned_bytes(), 6 * kMiB) << "no page more pinned";
   EXPECT_EQ(arena.mapped_bytes(), 8 * kMiB);
+}
+
+// GIVEN cached free runs of 3 and 6 pages between live blocks, WHEN 1 page must go, THEN the
+// 3-page run (the smallest that holds it) is unmapped whole, in one call: a run cut in part is cut
+// again by the next move, a call each time.
+TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
+  SimDevice device(SimDevice::Options{});
+  detail::VmmArena arena(device, 64 * kMiB);
+  suballoc::Range* small_run = nullptr;
+  suballoc::Range* large_run = nullptr;
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 6 * kMiB, &small_run);
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 12 * kMiB, &large_run);
+  take_placed(arena, 2 * kMiB);
+  arena.give_back(small_run);
+  arena.give_back(large_run);
+  ASSERT_EQ(arena.mapped_bytes(), 24 * kMiB);
+  const uint64_t unmaps = device.counters().unmap_calls;
+  EXPECT_EQ(arena.reclaim(2 * kMiB), 6 * kMiB);
+  EXPECT_EQ(device.counters().unmap_calls, unmaps + 1);
+  EXPECT_EQ(arena.mapped_bytes(), 18 * kMiB);
+  // More than any one run holds: the largest runs first, until none is left.
+  EXPECT_EQ(arena.reclaim(14 * kMiB), 12 * kMiB) << "only the 6-page run was left";
+  EXPECT_EQ(arena.mapped_bytes(), 6 * kMiB) << "the live blocks' pages";
 }
 
 std::vector<std::string> traces() { return testing::shared_names("traces", ".pickle.xz"); }

@@ -17,8 +17,9 @@
 //      same call, every page up to the budget after it (growth in the largest steps that keep
 //      reserved memory under ~1.02 x H if the peak comes now). A request whose pages would pass
 //      1/52 above H (the reclaim line, short of 1.02 x) first unmaps cached free pages down to
-//      the budget (one run where one suffices, else the largest runs: fewest calls), so the cache
-//      is moved to where it is needed; below that line it maps without moving (one call, not two).
+//      the budget (the smallest run that suffices, whole, else the largest runs: fewest calls),
+//      so the cache is moved to where it is needed; below that line it maps without moving (one
+//      call, not two).
 //   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap, and a
 //      request goes where it adds the fewest pages that no live block touches yet (then the fewest
 //      new maps, then best fit): under a cap the pinned pages decide what fits, and the partly
