@@ -2,9 +2,11 @@
 //   reserved peak          <= 1.02 x requested peak
 //   smallest fitting cap   <= 1.01 x requested peak
 //   device calls           <= those of PyTorch's default allocator (cudaMalloc + map, cudaFree + unmap)
-// The first two hold on every trace, the third on 2 of 9: for the others the test
-// asserts the measured figure as a ceiling (so that a regression fails) and reports the gap;
-// kKnownCallsGaps lists them, and the README's table shows the figures.
+// The first two hold on every trace, the third on 3 of 9. For the others the test asserts the
+// measured figure as a ceiling (so that a regression fails) and that the target is still missed
+// (so that the list stays true); kKnownCallsGaps lists them. It prints floor / PyTorch / memreplay
+// and a verdict for each trace: "impossible" where the floor is above PyTorch's calls
+// (docs/memreplay-policy-calls.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -131,20 +133,27 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
 
   const uint64_t our_calls = ours.device_alloc_calls + ours.device_free_calls;
   const uint64_t their_calls = pytorch.device_alloc_calls + pytorch.device_free_calls;
-  if (const auto gap = kKnownCallsGaps.find(GetParam()); gap != kKnownCallsGaps.end())
-    EXPECT_LE(static_cast<double>(our_calls), gap->second * static_cast<double>(their_calls)) << "device calls";
-  else
-    EXPECT_LE(our_calls, their_calls) << "device calls";
   // The floor any policy within 1.02 x pays in growth calls (tests/test_support/growth_bound.h);
   // ours keeps within 1/64 of its high-water mark, so it cannot beat it.
   const uint64_t bound = testing::min_growth_calls(testing::live_curve(read_lifetimes(options.trace_path)));
   EXPECT_GE(ours.device_alloc_calls, bound) << "the growth bound is wrong";
-  std::printf("%-30s growth bound (any policy within 1.02x) %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu)\n",
+  const bool possible = bound <= their_calls;
+  const auto gap = kKnownCallsGaps.find(GetParam());
+  if (gap == kKnownCallsGaps.end()) {
+    EXPECT_LE(our_calls, their_calls) << "device calls";
+  } else {
+    EXPECT_LE(static_cast<double>(our_calls), gap->second * static_cast<double>(their_calls)) << "device calls ceiling";
+    // The list says where the target is missed, no more: a trace that meets it leaves the list.
+    EXPECT_GT(our_calls, their_calls) << "the calls target is met now: take it off kKnownCallsGaps";
+  }
+  const char* verdict = our_calls <= their_calls ? "met" : possible ? "NOT MET (the floor allows it)"
+                                                                    : "impossible (floor above pytorch)";
+  std::printf("%-30s floor %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu) | %s\n",
               GetParam().c_str(), static_cast<unsigned long long>(bound), static_cast<unsigned long long>(their_calls),
               static_cast<unsigned long long>(pytorch.device_alloc_calls),
               static_cast<unsigned long long>(pytorch.device_free_calls), static_cast<unsigned long long>(our_calls),
               static_cast<unsigned long long>(ours.device_alloc_calls),
-              static_cast<unsigned long long>(ours.device_free_calls));
+              static_cast<unsigned long long>(ours.device_free_calls), verdict);
   RecordProperty("growth_bound", std::to_string(bound));
   RecordProperty("reserved_ratio", std::to_string(reserved_ratio));
   RecordProperty("min_fit_ratio", std::to_string(fit_ratio));
