@@ -24,10 +24,13 @@ for ((i = 1; i <= rounds; i++)); do
   /usr/bin/time -o "$out/p$i" -f "$fmt" python3 -c "$python_code"
   read -r mw mu ms mr <"$out/m$i"
   read -r pw pu ps pr <"$out/p$i"
-  printf 'round %d  memreplay %6.2f s wall %6.2f s cpu %7.0f MB   python %6.2f s wall %6.2f s cpu %7.0f MB\n' \
-    "$i" "$mw" "$(echo "$mu + $ms" | bc)" "$(echo "$mr / 1024" | bc)" \
-    "$pw" "$(echo "$pu + $ps" | bc)" "$(echo "$pr / 1024" | bc)"
-  echo "$(echo "$pw / $mw" | bc -l) $(echo "($pu + $ps) / ($mu + $ms)" | bc -l)" >>"$out/ratios"
+  # awk, not bc: the lent GPU host has no bc.
+  awk -v i="$i" -v mw="$mw" -v mc="$(awk "BEGIN{print $mu + $ms}")" -v mr="$mr" \
+      -v pw="$pw" -v pc="$(awk "BEGIN{print $pu + $ps}")" -v pr="$pr" -v ratios="$out/ratios" 'BEGIN {
+    printf "round %d  memreplay %6.2f s wall %6.2f s cpu %7.0f MB   python %6.2f s wall %6.2f s cpu %7.0f MB\n",
+      i, mw, mc, mr / 1024, pw, pc, pr / 1024
+    print pw / mw, pc / mc >>ratios
+  }'
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 printf 'median python/memreplay: %.2fx wall, %.2fx cpu\n' \
