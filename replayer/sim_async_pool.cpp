@@ -83,9 +83,9 @@ bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   StreamId owner = kAnyStream;
   if (!free_.empty()) {
     const auto last = std::prev(free_.end());
-    if (last->first == end_ && (last->second.owner == kAnyStream || last->second.owner == stream)) {
-      tail = last->first - last->second.start;
-      owner = last->second.owner;
+    if (last->first == end_ && (last->second->stream == kAnyStream || last->second->stream == stream)) {
+      tail = last->second->size;
+      owner = last->second->stream;
     }
   }
   const uint64_t bytes = round_up(span - tail, kChunkBytes);
@@ -122,11 +122,11 @@ void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait
   // Ranges `source` freed before the record are now ordered before `stream`'s work.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, end)
   for (const auto& [end, range] : free_)
-    if (range.owner == source && range.free_seq <= seq) ranges.emplace_back(range.start, end);
+    if (range->stream == source && range->free_seq <= seq) ranges.emplace_back(range->address, end);
   for (const auto& [start, end] : ranges) {
     const auto it = free_.find(end);
-    if (it == free_.end() || it->second.start != start) continue;  // merged meanwhile
-    const uint64_t free_seq = it->second.free_seq;
+    if (it == free_.end() || it->second->address != start) continue;  // merged meanwhile
+    const uint64_t free_seq = it->second->free_seq;
     erase_free(it);
     insert_free(start, end, kAnyStream, free_seq);
   }
@@ -155,28 +155,25 @@ std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
 
 std::optional<uint64_t> SimAsyncPool::take_best_fit(uint64_t span, StreamId stream) {
   // The best of the ranges every stream may use and those only this stream may use.
-  SizeIndex* best_index = nullptr;
-  SizeIndex::iterator best;
-  const auto consider = [&](SizeIndex& index) {
-    const auto fit = index.lower_bound({span, 0});
-    if (fit != index.end() && (best_index == nullptr || *fit < *best)) {
-      best_index = &index;
-      best = fit;
-    }
+  FreeRange* best = nullptr;
+  const auto consider = [&](StreamId owner) {
+    const auto fit = by_size_.lower_bound(owner, span);
+    if (fit == by_size_.end() || fit->stream != owner) return;
+    if (best == nullptr || std::pair(fit->size, fit->address) < std::pair(best->size, best->address)) best = &*fit;
   };
-  consider(shared_by_size_);
-  if (stream != kAnyStream)
-    if (const auto own = by_size_.find(stream); own != by_size_.end()) consider(own->second);
-  if (best_index == nullptr) return std::nullopt;
-  const auto [size, start] = *best;
-  best_index->erase(best);
-  const auto range = free_.find(start + size);
-  if (size == span) {
-    free_.erase(range);
+  consider(kAnyStream);
+  if (stream != kAnyStream && owned_ranges_ != 0) consider(stream);
+  if (best == nullptr) return std::nullopt;
+  const uint64_t start = best->address;
+  by_size_.erase(best);
+  if (best->size == span) {
+    free_.erase(best->end());
+    recycle(best);
   } else {
-    // The remainder keeps its owner and end; its neighbours were already apart from it.
-    range->second.start = start + span;
-    best_index->emplace(size - span, start + span);
+    // The remainder keeps its owner and end (its key); its neighbours were already apart from it.
+    best->address += span;
+    best->size -= span;
+    by_size_.insert(best);
   }
   return start;
 }
@@ -184,47 +181,83 @@ std::optional<uint64_t> SimAsyncPool::take_best_fit(uint64_t span, StreamId stre
 void SimAsyncPool::insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq) {
   // The range after [start, end) is the first to end past it; the one before ends at or below start.
   const auto next = free_.upper_bound(end);
-  const bool joins_next = next != free_.end() && next->second.start == end && next->second.owner == owner;
+  const bool joins_next = next != free_.end() && next->second->address == end && next->second->stream == owner;
   const auto prev = next == free_.begin() ? free_.end() : std::prev(next);
-  const bool joins_prev = prev != free_.end() && prev->first == start && prev->second.owner == owner;
-  SizeIndex& index = size_index(owner);
+  const bool joins_prev = prev != free_.end() && prev->first == start && prev->second->stream == owner;
   if (joins_prev) {
-    start = prev->second.start;
-    free_seq = std::max(free_seq, prev->second.free_seq);
-    index.erase({prev->first - prev->second.start, prev->second.start});
+    FreeRange* before = prev->second;
+    start = before->address;
+    free_seq = std::max(free_seq, before->free_seq);
+    by_size_.erase(before);
   }
   if (joins_next) {
-    index.erase({next->first - next->second.start, next->second.start});
-    next->second.start = start;
-    next->second.free_seq = std::max(free_seq, next->second.free_seq);
-    index.emplace(next->first - start, start);
-    if (joins_prev) free_.erase(prev);  // last: erasing invalidates `next`
+    FreeRange* after = next->second;
+    by_size_.erase(after);
+    after->size = after->end() - start;
+    after->address = start;
+    after->free_seq = std::max(free_seq, after->free_seq);
+    by_size_.insert(after);
+    if (joins_prev) {
+      recycle(prev->second);
+      free_.erase(prev);  // last: erasing invalidates `next`
+    }
     return;
   }
-  // Keyed by end: a range merged into the one before takes that one's place with a new key.
-  auto hint = joins_prev ? free_.erase(prev) : next;
-  free_.emplace_hint(hint, end, FreeRange{start, owner, free_seq});
-  index.emplace(end - start, start);
+  if (joins_prev) {
+    // Keyed by end: a range merged into the one before takes that one's node with a new key.
+    FreeRange* merged = prev->second;
+    const auto hint = free_.erase(prev);
+    merged->size = end - start;
+    merged->free_seq = free_seq;
+    free_.emplace_hint(hint, end, merged);
+    by_size_.insert(merged);
+    return;
+  }
+  add_free(start, end, owner, free_seq, next);
+}
+
+void SimAsyncPool::add_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq,
+                            FreeRanges::const_iterator hint) {
+  FreeRange* range = new_range();
+  range->stream = owner;
+  range->size = end - start;
+  range->address = start;
+  range->free_seq = free_seq;
+  if (owner != kAnyStream) ++owned_ranges_;
+  free_.emplace_hint(hint, end, range);
+  by_size_.insert(range);
+}
+
+SimAsyncPool::FreeRange* SimAsyncPool::new_range() {
+  if (spare_ranges_.empty()) return &range_storage_.emplace_back();
+  FreeRange* range = spare_ranges_.back();
+  spare_ranges_.pop_back();
+  return range;
 }
 
 void SimAsyncPool::erase_free(FreeRanges::iterator it) {
-  size_index(it->second.owner).erase({it->first - it->second.start, it->second.start});
+  by_size_.erase(it->second);
+  recycle(it->second);
   free_.erase(it);
 }
 
 void SimAsyncPool::share_all_free() {
-  std::vector<std::pair<uint64_t, FreeRange>> ranges(free_.begin(), free_.end());
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> ranges;  // (start, end, free_seq)
+  ranges.reserve(free_.size());
+  for (const auto& [end, range] : free_) {
+    ranges.emplace_back(range->address, end, range->free_seq);
+    by_size_.erase(range);
+    recycle(range);
+  }
   free_.clear();
-  shared_by_size_.clear();
-  by_size_.clear();
-  for (const auto& [end, range] : ranges) insert_free(range.start, end, kAnyStream, range.free_seq);
+  for (const auto& [start, end, free_seq] : ranges) insert_free(start, end, kAnyStream, free_seq);
 }
 
 void SimAsyncPool::release_free_chunks(uint64_t keep_bytes) {
   // Chunks that lie wholly inside a free range, highest address first.
   std::vector<uint64_t> candidates;
   for (const auto& [end, range] : free_)
-    for (uint64_t chunk = base_ + round_up(range.start - base_, kChunkBytes); chunk + kChunkBytes <= end;
+    for (uint64_t chunk = base_ + round_up(range->address - base_, kChunkBytes); chunk + kChunkBytes <= end;
          chunk += kChunkBytes)
       candidates.push_back(chunk);
   std::sort(candidates.rbegin(), candidates.rend());
@@ -233,17 +266,12 @@ void SimAsyncPool::release_free_chunks(uint64_t keep_bytes) {
     // Cut [chunk, chunk + kChunkBytes) out of the free range that holds it: the first to end past it.
     const auto it = free_.upper_bound(chunk);
     const uint64_t end = it->first;
-    const FreeRange range = it->second;
+    const uint64_t start = it->second->address;
+    const StreamId owner = it->second->stream;
+    const uint64_t free_seq = it->second->free_seq;
     erase_free(it);
-    SizeIndex& index = size_index(range.owner);
-    if (range.start < chunk) {
-      free_.emplace(chunk, FreeRange{range.start, range.owner, range.free_seq});
-      index.emplace(chunk - range.start, range.start);
-    }
-    if (chunk + kChunkBytes < end) {
-      free_.emplace(end, FreeRange{chunk + kChunkBytes, range.owner, range.free_seq});
-      index.emplace(end - chunk - kChunkBytes, chunk + kChunkBytes);
-    }
+    if (start < chunk) add_free(start, chunk, owner, free_seq, free_.end());
+    if (chunk + kChunkBytes < end) add_free(chunk + kChunkBytes, end, owner, free_seq, free_.end());
     chunks_.erase(chunk);
     reserved_ -= kChunkBytes;
   }

@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -47,6 +48,7 @@
 #include <absl/container/btree_set.h>
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/free_block_set.h"
 #include "policies/device.h"
 
 namespace memreplay {
@@ -88,27 +90,39 @@ class SimAsyncPool {
   // Who may reuse a free range: one stream, or every stream.
   static constexpr StreamId kAnyStream = ~StreamId{0};
 
+  // A free range: a node with a stable address (pooled), in the by-end map and the size index.
   struct FreeRange {
-    uint64_t start;
-    StreamId owner;     // kAnyStream, or the only stream that may reuse it yet
+    StreamId stream;    // owner: kAnyStream, or the only stream that may reuse it yet
+    uint64_t size;      // end - address
+    uint64_t address;   // start
     uint64_t free_seq;  // when it was freed (for event dependencies)
+    FreeRange* free_prev = nullptr;  // FreeBlockSet's links
+    FreeRange* free_next = nullptr;
+    uint64_t end() const { return address + size; }
   };
   struct LiveAlloc {
     uint64_t span;       // aligned bytes taken
     uint64_t requested;  // bytes asked for (UsedMem)
   };
-  // Size index of the free ranges per owner: (size, start), so the smallest that fits comes first
-  // and the lowest address on a tie.
-  using SizeIndex = absl::btree_set<std::pair<uint64_t, uint64_t>>;
+  // Size index of the free ranges, ordered by (owner, size, start): per owner the smallest that
+  // fits comes first and the lowest address on a tie. Size bins (FreeBlockSet), not a B-tree: a
+  // pool holds a few dozen free ranges, so best fit is a bitmap scan and a short walk.
+  using SizeIndex = detail::FreeBlockSet<FreeRange>;
   // Keyed by END: taking a range's front and merging a freed block into the range after it (the
   // common cases) change a range in place, without a B-tree erase and insert.
-  using FreeRanges = absl::btree_map<uint64_t, FreeRange>;  // end -> range
+  using FreeRanges = absl::btree_map<uint64_t, FreeRange*>;  // end -> range
 
   std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
   void insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq);  // merges with compatible neighbours
   void erase_free(FreeRanges::iterator it);
-  SizeIndex& size_index(StreamId owner) { return owner == kAnyStream ? shared_by_size_ : by_size_[owner]; }
+  void add_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq,
+                FreeRanges::const_iterator hint);  // a new node, no merging
+  FreeRange* new_range();
+  void recycle(FreeRange* range) {
+    if (range->stream != kAnyStream) --owned_ranges_;
+    spare_ranges_.push_back(range);
+  }
   void share_all_free();  // every free range becomes reusable by every stream
   void release_free_chunks(uint64_t keep_bytes);
 
@@ -117,8 +131,10 @@ class SimAsyncPool {
   uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
   absl::btree_set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
   FreeRanges free_;
-  SizeIndex shared_by_size_;                       // ranges of kAnyStream: no hash lookup
-  absl::flat_hash_map<StreamId, SizeIndex> by_size_;  // ranges only one stream may reuse yet
+  SizeIndex by_size_;
+  std::deque<FreeRange> range_storage_;   // every node ever made (stable addresses)
+  std::vector<FreeRange*> spare_ranges_;  // nodes not in use
+  uint64_t owned_ranges_ = 0;             // free ranges only one stream may reuse yet (often none)
   absl::flat_hash_map<uint64_t, LiveAlloc> live_;
   absl::flat_hash_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
   uint64_t seq_ = 0;
