@@ -157,9 +157,9 @@ std::optional<uint64_t> SimAsyncPool::take_best_fit(uint64_t span, StreamId stre
   // The best of the ranges every stream may use and those only this stream may use.
   FreeRange* best = nullptr;
   const auto consider = [&](StreamId owner) {
-    const auto fit = by_size_.lower_bound(owner, span);
-    if (fit == by_size_.end() || fit->stream != owner) return;
-    if (best == nullptr || std::pair(fit->size, fit->address) < std::pair(best->size, best->address)) best = &*fit;
+    FreeRange* fit = by_size_.best_fit(owner, span);
+    if (fit == nullptr) return;
+    if (best == nullptr || std::pair(fit->size, fit->address) < std::pair(best->size, best->address)) best = fit;
   };
   consider(kAnyStream);
   if (stream != kAnyStream && owned_ranges_ != 0) consider(stream);

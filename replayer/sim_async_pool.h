@@ -48,8 +48,8 @@
 #include <absl/container/btree_set.h>
 #include <absl/container/flat_hash_map.h>
 
-#include "policies/detail/free_block_set.h"
 #include "policies/device.h"
+#include "replayer/sim_async_pool_index.h"
 
 namespace memreplay {
 
@@ -83,6 +83,8 @@ class SimAsyncPool {
   uint64_t used_bytes() const { return used_; }
   // Chunks added so far (each one a growth of the pool's reserved memory).
   uint64_t grow_count() const { return grow_count_; }
+  // Whether the size index is still in size bins (false once it held over 1024 free ranges).
+  bool size_index_binned() const { return by_size_.binned(); }
   // The pool's mapped address ranges [start, end), sorted: what it holds physically.
   std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
 
@@ -104,10 +106,8 @@ class SimAsyncPool {
     uint64_t span;       // aligned bytes taken
     uint64_t requested;  // bytes asked for (UsedMem)
   };
-  // Size index of the free ranges, ordered by (owner, size, start): per owner the smallest that
-  // fits comes first and the lowest address on a tie. Size bins (FreeBlockSet), not a B-tree: a
-  // pool holds a few dozen free ranges, so best fit is a bitmap scan and a short walk.
-  using SizeIndex = detail::FreeBlockSet<FreeRange>;
+  // Size index of the free ranges (sim_async_pool_index.h): size bins, a B-tree past 1024 ranges.
+  using SizeIndex = SimAsyncPoolIndex<FreeRange>;
   // Keyed by END: taking a range's front and merging a freed block into the range after it (the
   // common cases) change a range in place, without a B-tree erase and insert.
   using FreeRanges = absl::btree_map<uint64_t, FreeRange*>;  // end -> range

@@ -228,5 +228,21 @@ TEST(SimAsyncPoolReference, EventDependenciesOnlyMatchTheReference) {
   run_against_reference(config, 5);
 }
 
+// The size bins' weak case: tens of thousands of free ranges of one size class in one owner,
+// freed in ascending order, so that each insert would walk its whole bin (quadratic). Past 1024
+// ranges the index is a B-tree (50,000 ranges: well under a second), and best fit still hands
+// them back lowest address first, across the switch.
+TEST(SimAsyncPoolReference, TensOfThousandsOfEqualFreeRangesStayFastAndComeBackLowestAddressFirst) {
+  constexpr int kRanges = 50000;
+  SimAsyncPool pool(1ull << 40);
+  std::vector<uint64_t> addresses;
+  for (int i = 0; i < 2 * kRanges; ++i) addresses.push_back(*pool.allocate(512, 0, ~uint64_t{0}));
+  EXPECT_TRUE(pool.size_index_binned());
+  for (int i = 0; i < 2 * kRanges; i += 2) pool.free(addresses[i], 0);  // the live odd ones keep them apart
+  EXPECT_FALSE(pool.size_index_binned());
+  for (int i = 0; i < 2 * kRanges; i += 2) ASSERT_EQ(pool.allocate(512, 0, ~uint64_t{0}), addresses[i]) << i;
+  EXPECT_EQ(pool.used_bytes(), 2ull * kRanges * 512);
+}
+
 }  // namespace
 }  // namespace memreplay
