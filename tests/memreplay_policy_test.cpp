@@ -2,9 +2,11 @@
 //   reserved peak          <= 1.02 x requested peak
 //   smallest fitting cap   <= 1.01 x requested peak
 //   device calls           <= those of PyTorch's default allocator (cudaMalloc + map, cudaFree + unmap)
-// The first two hold on every trace, the third on 2 of 9: for the others the test
-// asserts the measured figure as a ceiling (so that a regression fails) and reports the gap;
-// kKnownCallsGaps lists them, and the README's table shows the figures.
+// The first two hold on every trace, the third on 3 of 9. For the others the test asserts the
+// measured figure as a ceiling (so that a regression fails) and that the target is still missed
+// (so that the list stays true); kKnownCallsGaps lists them. It prints floor / PyTorch / memreplay
+// and a verdict for each trace: "impossible" where the floor is above PyTorch's calls
+// (docs/memreplay-policy-calls.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,14 +25,16 @@ namespace {
 
 // Measured on 2026-12-01 (README, "The memreplay policy"), with a little headroom. The smallest
 // fitting capacity meets 1.01 on all nine since the footprint placement under a cap (fourth session).
-// Calls: an online allocator that must stay under 1.02 x an unknown peak can map ahead by at most
-// ~2% of its high-water mark per call, so the first growth to the peak alone costs more maps than
-// PyTorch's segments on gpt2_train; the varying batches of vit move pages every call.
+// Calls: an online allocator that must stay under 1.02 x an unknown peak can map at most 2% above
+// its high-water mark, so it pays at least the growth bound below. Where that bound is above
+// PyTorch's calls (gpt2_generate, vit) the target cannot be met; on the other three it can but is
+// not (cached pages moved between places, an unmap and a map each): the ceilings below are the
+// measured figures (fifth session: reclaim line at 1/52, whole runs unmapped), so that a
+// regression fails. vit_infer_varbatch.emptycache meets it since then.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
-    {"gpt2_generate.default", 1.85}, {"gpt2_train.capped", 2.2},  {"gpt2_train.default", 2.2},
-    {"gpt2_train.stacks", 2.2},      {"gpt2_train.truncated", 1.17}, {"vit_infer_varbatch.default", 6.2},
-    {"vit_infer_varbatch.emptycache", 1.33},
+    {"gpt2_generate.default", 1.65}, {"gpt2_train.capped", 1.74},     {"gpt2_train.default", 1.74},
+    {"gpt2_train.stacks", 1.74},     {"gpt2_train.truncated", 1.18}, {"vit_infer_varbatch.default", 4.25},
 };
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -72,6 +76,31 @@ TEST(VmmArenaPlacement, UnderACapASmallBlockGoesIntoPagesThatLiveBlocksAlreadyPi
   EXPECT_EQ(arena.mapped_bytes(), 8 * kMiB);
 }
 
+// GIVEN cached free runs of 3 and 6 pages between live blocks, WHEN 1 page must go, THEN the
+// 3-page run (the smallest that holds it) is unmapped whole, in one call: a run cut in part is cut
+// again by the next move, a call each time.
+TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
+  SimDevice device(SimDevice::Options{});
+  detail::VmmArena arena(device, 64 * kMiB);
+  suballoc::Range* small_run = nullptr;
+  suballoc::Range* large_run = nullptr;
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 6 * kMiB, &small_run);
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 12 * kMiB, &large_run);
+  take_placed(arena, 2 * kMiB);
+  arena.give_back(small_run);
+  arena.give_back(large_run);
+  ASSERT_EQ(arena.mapped_bytes(), 24 * kMiB);
+  const uint64_t unmaps = device.counters().unmap_calls;
+  EXPECT_EQ(arena.reclaim(2 * kMiB), 6 * kMiB);
+  EXPECT_EQ(device.counters().unmap_calls, unmaps + 1);
+  EXPECT_EQ(arena.mapped_bytes(), 18 * kMiB);
+  // More than any one run holds: the largest runs first, until none is left.
+  EXPECT_EQ(arena.reclaim(14 * kMiB), 12 * kMiB) << "only the 6-page run was left";
+  EXPECT_EQ(arena.mapped_bytes(), 6 * kMiB) << "the live blocks' pages";
+}
+
 std::vector<std::string> traces() { return testing::shared_names("traces", ".pickle.xz"); }
 
 TEST(MemreplayPolicySharedSet, EveryTraceOfTheSharedSetIsCovered) {
@@ -104,20 +133,27 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
 
   const uint64_t our_calls = ours.device_alloc_calls + ours.device_free_calls;
   const uint64_t their_calls = pytorch.device_alloc_calls + pytorch.device_free_calls;
-  if (const auto gap = kKnownCallsGaps.find(GetParam()); gap != kKnownCallsGaps.end())
-    EXPECT_LE(static_cast<double>(our_calls), gap->second * static_cast<double>(their_calls)) << "device calls";
-  else
-    EXPECT_LE(our_calls, their_calls) << "device calls";
   // The floor any policy within 1.02 x pays in growth calls (tests/test_support/growth_bound.h);
   // ours keeps within 1/64 of its high-water mark, so it cannot beat it.
   const uint64_t bound = testing::min_growth_calls(testing::live_curve(read_lifetimes(options.trace_path)));
   EXPECT_GE(ours.device_alloc_calls, bound) << "the growth bound is wrong";
-  std::printf("%-30s growth bound (any policy within 1.02x) %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu)\n",
+  const bool possible = bound <= their_calls;
+  const auto gap = kKnownCallsGaps.find(GetParam());
+  if (gap == kKnownCallsGaps.end()) {
+    EXPECT_LE(our_calls, their_calls) << "device calls";
+  } else {
+    EXPECT_LE(static_cast<double>(our_calls), gap->second * static_cast<double>(their_calls)) << "device calls ceiling";
+    // The list says where the target is missed, no more: a trace that meets it leaves the list.
+    EXPECT_GT(our_calls, their_calls) << "the calls target is met now: take it off kKnownCallsGaps";
+  }
+  const char* verdict = our_calls <= their_calls ? "met" : possible ? "NOT MET (the floor allows it)"
+                                                                    : "impossible (floor above pytorch)";
+  std::printf("%-30s floor %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu) | %s\n",
               GetParam().c_str(), static_cast<unsigned long long>(bound), static_cast<unsigned long long>(their_calls),
               static_cast<unsigned long long>(pytorch.device_alloc_calls),
               static_cast<unsigned long long>(pytorch.device_free_calls), static_cast<unsigned long long>(our_calls),
               static_cast<unsigned long long>(ours.device_alloc_calls),
-              static_cast<unsigned long long>(ours.device_free_calls));
+              static_cast<unsigned long long>(ours.device_free_calls), verdict);
   RecordProperty("growth_bound", std::to_string(bound));
   RecordProperty("reserved_ratio", std::to_string(reserved_ratio));
   RecordProperty("min_fit_ratio", std::to_string(fit_ratio));

@@ -109,5 +109,21 @@ TEST_F(StreamingImport, A200MBSnapshotImportsInUnder256MiBResident) {
   EXPECT_EQ(event_count(path("zst.mrt")), kCopies * single.events.size());
 }
 
+// The spool's columns are reserved per device and go to huge pages once they are big: a snapshot
+// of a thousand devices with one entry each (a few KB) stays small, not a huge page per column.
+TEST_F(StreamingImport, AThousandDevicesOfOneEntryStaySmall) {
+  const std::string snapshot = path("devices.pickle");
+  const std::string command =
+      "python3 -c \"import pickle; e = {'action': 'alloc', 'addr': 512, 'size': 512, 'stream': 0, 'time_us': 1}; "
+      "pickle.dump({'segments': [], 'device_traces': [[dict(e)] for _ in range(1000)]}, open('" + snapshot +
+      "', 'wb'), protocol=4)\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ASSERT_LT(fs::file_size(snapshot), 100'000u);
+  const ChildRun run = run_child({MEMREPLAY_CLI, "import", snapshot, "-o", path("devices.mrt")});
+  EXPECT_EQ(run.status, 0);
+  EXPECT_LT(run.max_rss_kib, 128 * 1024) << "peak resident KiB importing " << snapshot;
+  EXPECT_EQ(event_count(path("devices.mrt")), 1000u);
+}
+
 }  // namespace
 }  // namespace memreplay

@@ -15,9 +15,11 @@
 //   3. The budget: mapped pages stay within 1/64 of the highest live requested bytes seen so far
 //      (the high-water mark H, learned from the run). A request that needs new pages maps, in the
 //      same call, every page up to the budget after it (growth in the largest steps that keep
-//      reserved memory under ~1.02 x H if the peak comes now); a request that would pass the
-//      budget first unmaps just enough cached free pages (one run where one suffices, else the
-//      largest runs: fewest calls), so the cache is moved to where it is needed.
+//      reserved memory under ~1.02 x H if the peak comes now). A request whose pages would pass
+//      1/52 above H (the reclaim line, short of 1.02 x) first unmaps cached free pages down to
+//      the budget (the smallest run that suffices, whole, else the largest runs: fewest calls),
+//      so the cache is moved to where it is needed; below that line it maps without moving (one
+//      call, not two).
 //   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap, and a
 //      request goes where it adds the fewest pages that no live block touches yet (then the fewest
 //      new maps, then best fit): under a cap the pinned pages decide what fits, and the partly
@@ -46,6 +48,9 @@ constexpr uint64_t kAlignment = 512;
 // most a live allocator can map ahead without knowing where the peak is and stay under 1.02 x it
 // (the rest of the 2% is for the pages that live blocks share with holes).
 constexpr uint64_t kBudgetDivisor = 64;
+// Cached pages are moved only past 1/52 (1.92%) above it: every move is an unmap and a map, and
+// short of the 2% line a new page costs one call; the last 0.08% is for pages shared with holes.
+constexpr uint64_t kReclaimDivisor = 52;
 
 class MemreplayPolicy final : public Policy {
  public:
@@ -68,7 +73,7 @@ class MemreplayPolicy final : public Policy {
     uint64_t extend = 0;
     if (placement->new_bytes > 0) {
       const uint64_t limit = budget();
-      if (arena_.mapped_bytes() + placement->new_bytes > limit)
+      if (arena_.mapped_bytes() + placement->new_bytes > reclaim_line(limit))
         arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - limit, placement->address, size);
       const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
       if (const auto cap = device_.capacity(); cap && after > *cap) {
@@ -96,6 +101,15 @@ class MemreplayPolicy final : public Policy {
     uint64_t limit = requested_high_water_ + requested_high_water_ / kBudgetDivisor;
     if (const auto cap = device_.capacity()) limit = std::min(limit, *cap);
     return limit;
+  }
+
+  // A placement that needs new pages moves cached ones (unmap here, map there: two calls) only
+  // when it would pass 1/52 (1.92%) above the high-water mark; between the budget and that line
+  // it maps its pages in one call and leaves the cache where it is (rule 3). Under a capacity the
+  // line is the budget, so that what fits under a cap does not change.
+  uint64_t reclaim_line(uint64_t limit) const {
+    if (device_.capacity()) return limit;
+    return std::max(limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor);
   }
 
   bool do_free(uint64_t address, StreamId) override {

@@ -155,17 +155,18 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
       add_runs(lo, hi);
     }
   }
-  // One call where one run suffices: the smallest run that holds `wanted`, cut at its end; else
-  // the largest runs first.
+  // One call where one run suffices: the smallest run that holds `wanted`, unmapped whole (a run
+  // cut in part leaves a piece that the next move cuts again, a call each time; the room left
+  // over serves the next growths without an unmap); else the largest runs first.
   std::sort(runs.begin(), runs.end(),
             [](const auto& a, const auto& b) { return a.second - a.first > b.second - b.first; });
   const uint64_t wanted_pages = wanted == UINT64_MAX ? wanted : page_ceil(wanted);
   auto fit = runs.end();
   for (auto it = runs.begin(); it != runs.end() && it->second - it->first >= wanted_pages; ++it) fit = it;
   if (fit != runs.end()) {
-    device_.unmap(fit->second - wanted_pages, wanted_pages);
-    remove_mapped(fit->second - wanted_pages, fit->second);
-    return wanted_pages;
+    device_.unmap(fit->first, fit->second - fit->first);
+    remove_mapped(fit->first, fit->second);
+    return fit->second - fit->first;
   }
   uint64_t unmapped = 0;
   for (const auto& [start, end] : runs) {

@@ -54,8 +54,9 @@ class VmmArena {
   suballoc::Range* take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes = 0);
   // Returns a block to the free ranges, coalescing with its neighbours; its pages stay mapped.
   void give_back(suballoc::Range* block);
-  // Unmaps whole free pages, largest runs first (fewest calls), until at least `wanted` bytes are
-  // unmapped or none are left, never inside [keep_address, +keep_bytes). Returns the bytes unmapped.
+  // Unmaps whole free pages, never inside [keep_address, +keep_bytes), in as few calls as it can:
+  // the smallest run of cached pages that holds `wanted` bytes, all of it; else the largest runs
+  // first until at least `wanted` bytes are unmapped or none are left. Returns the bytes unmapped.
   uint64_t reclaim(uint64_t wanted, uint64_t keep_address = 0, uint64_t keep_bytes = 0);
   // Unmaps every free page; with no live block left, also gives the reservation back.
   void release_all();

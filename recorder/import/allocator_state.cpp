@@ -127,14 +127,17 @@ class BlockTable {
 
 }  // namespace
 
-AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace) {
+AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace,
+                                     const TraceWindowDone& done) {
   SegmentMap segments;
   for (const SegmentState& s : final_state.segments) segments[s.address] = s;
   BlockTable blocks(final_state.blocks.size() + 1024);
   for (const BlockState& b : final_state.blocks) blocks.put(b);
 
+  TraceWindows windows(done, trace.size());
   for (size_t i = trace.size(); i-- > 0;) {
     const TraceStep& e = trace[i];
+    windows.backward(i);
     switch (e.kind) {
       case EventKind::alloc:
         blocks.erase(e.address);

@@ -4,7 +4,9 @@
 // (max_entries), or recording began after the first allocations.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -48,6 +50,38 @@ struct AllocatorState {
   bool empty() const { return segments.empty() && blocks.empty(); }
 };
 
+// Passes over a trace of millions of entries, held in scratch files (step_spool.h), tell the
+// holder which entries they are done with, [begin, end), every kTraceWindowEntries entries or so,
+// so that the pages holding them can go back and resident memory stays a window of the trace.
+// The entries stay readable (they read back from the file), so a late look costs time only.
+using TraceWindowDone = std::function<void(size_t begin, size_t end)>;
+inline constexpr size_t kTraceWindowEntries = size_t{1} << 16;
+
+// Calls `done` for what a pass over `entries` entries has left behind, one window late: a
+// forward pass at entry i may still look at entry i - 1, a backward pass at i + 1.
+class TraceWindows {
+ public:
+  TraceWindows(const TraceWindowDone& done, size_t entries) : done_(done), kept_end_(entries) {}
+  // A forward pass has read every entry below `i`.
+  void forward(size_t i) {
+    if (done_ && i >= kept_begin_ + 2 * kTraceWindowEntries) {
+      done_(kept_begin_, i - kTraceWindowEntries);
+      kept_begin_ = i - kTraceWindowEntries;
+    }
+  }
+  // A backward pass has read every entry from `i` up.
+  void backward(size_t i) {
+    if (done_ && i + 2 * kTraceWindowEntries <= kept_end_) {
+      done_(i + kTraceWindowEntries, kept_end_);
+      kept_end_ = i + kTraceWindowEntries;
+    }
+  }
+
+ private:
+  const TraceWindowDone& done_;
+  size_t kept_begin_ = 0, kept_end_;
+};
+
 // The state before trace[0], found by undoing `trace` (one device, in order) from `final_state`,
 // the state after its last event — as PyTorch's MemoryViz does: an alloc did not exist before
 // it, a free_completed block was live (pending) before it, a free_requested block was allocated,
@@ -58,7 +92,9 @@ struct AllocatorState {
 // during the trace but allocated before it has no recorded size: it gets `requested` rounded up
 // to 512 bytes (PyTorch's minimum block granularity). That is exact for small requests and an
 // approximation for large ones (the allocator may have given it a bigger, unsplit block).
-AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace);
+// `done`: see TraceWindowDone.
+AllocatorState rebuild_initial_state(const AllocatorState& final_state, std::span<const TraceStep> trace,
+                                     const TraceWindowDone& done = {});
 
 // Events that recreate `state` from an empty allocator, all flagged kPreexisting: segment_alloc
 // for cudaMalloc segments, segment_map for mapped expandable ranges, then alloc for each live

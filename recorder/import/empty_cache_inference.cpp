@@ -58,16 +58,27 @@ class Occupancy {
   std::map<uint64_t, Segment> segments_;
 };
 
-// oom_ahead[i]: an `oom` entry comes at or after i before the next `alloc` (one backward pass, so
-// a trace with many release runs stays linear).
-std::vector<bool> oom_before_next_alloc(std::span<const TraceStep> trace) {
-  std::vector<bool> oom_ahead(trace.size() + 1, false);
-  for (size_t i = trace.size(); i-- > 0;) {
-    if (trace[i].kind == EventKind::oom) oom_ahead[i] = true;
-    else if (trace[i].kind != EventKind::alloc) oom_ahead[i] = oom_ahead[i + 1];
+// Whether an `oom` entry comes at or after an entry before the next `alloc`, asked of ascending
+// entries: the scan resumes where the last one stopped, so a trace with many release runs stays
+// linear, and no column per entry is needed.
+class OomAhead {
+ public:
+  explicit OomAhead(std::span<const TraceStep> trace) : trace_(trace) {}
+  bool at(size_t from) {
+    if (!scanned_ || from > stop_) {  // else the first alloc or oom at or after `from` is stop_ still
+      stop_ = from;
+      while (stop_ < trace_.size() && trace_[stop_].kind != EventKind::alloc && trace_[stop_].kind != EventKind::oom)
+        ++stop_;
+      scanned_ = true;
+    }
+    return stop_ < trace_.size() && trace_[stop_].kind == EventKind::oom;
   }
-  return oom_ahead;
-}
+
+ private:
+  std::span<const TraceStep> trace_;
+  size_t stop_ = 0;  // the first alloc or oom at or after the last `from` (or the end)
+  bool scanned_ = false;
+};
 
 bool is_growth(EventKind k) { return k == EventKind::segment_alloc || k == EventKind::segment_map; }
 
@@ -86,14 +97,25 @@ ReservedBytes initial_reserved(const AllocatorState& initial) {
   return r;
 }
 // The highest reserved bytes over the trace.
-uint64_t reserved_peak(const AllocatorState& initial, std::span<const TraceStep> trace) {
+uint64_t reserved_peak(const AllocatorState& initial, std::span<const TraceStep> trace, const TraceWindowDone& done) {
   ReservedBytes r = initial_reserved(initial);
   uint64_t peak = r.now;
-  for (const TraceStep& e : trace) {
-    r.apply(e);
+  TraceWindows windows(done, trace.size());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    windows.forward(i);
+    r.apply(trace[i]);
     peak = std::max(peak, r.now);
   }
   return peak;
+}
+
+bool has_release(std::span<const TraceStep> trace, const TraceWindowDone& done) {
+  TraceWindows windows(done, trace.size());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    windows.forward(i);
+    if (is_release(trace[i].kind)) return true;
+  }
+  return false;
 }
 
 // Rule 0: what the run's recorded stacks say, if anything (true: an empty_cache; false: a release
@@ -121,17 +143,18 @@ bool is_empty_cache_stack(std::span<const FrameText> frames) {
 }
 
 std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks) {
+                                      const EntryStacks* stacks, const TraceWindowDone& done) {
   std::vector<size_t> found;
   // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
   // never release a segment.
-  if (std::none_of(trace.begin(), trace.end(), [](const TraceStep& e) { return is_release(e.kind); }))
-    return found;
+  if (!has_release(trace, done)) return found;
   Occupancy occupancy(initial);
-  const std::vector<bool> oom_ahead = oom_before_next_alloc(trace);
-  const uint64_t peak = reserved_peak(initial, trace);
+  OomAhead oom_ahead(trace);
+  const uint64_t peak = reserved_peak(initial, trace, done);
   ReservedBytes reserved = initial_reserved(initial);  // before entry i
+  TraceWindows windows(done, trace.size());
   for (size_t i = 0; i < trace.size();) {
+    windows.forward(i);
     if (!is_release(trace[i].kind)) {
       reserved.apply(trace[i]);
       occupancy.apply(trace[i++]);
@@ -149,7 +172,7 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     const bool retry = !after_free && end < trace.size() && is_growth(trace[end].kind) &&
                        reserved.now + trace[end].size > peak;
     const std::optional<bool> said = stacks ? stacks_say(*stacks, trace, i, end) : std::nullopt;
-    if (said ? *said : occupancy.run_releases_all_free(run) && !oom_ahead[end] && !retry) found.push_back(i);
+    if (said ? *said : occupancy.run_releases_all_free(run) && !oom_ahead.at(end) && !retry) found.push_back(i);
     for (const TraceStep& e : run) {
       reserved.apply(e);
       occupancy.apply(e);

@@ -63,7 +63,8 @@ bool is_empty_cache_stack(std::span<const FrameText> frames);
 
 // Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
 // of each run inferred to be an empty_cache, ascending. `stacks`: null where none were recorded.
+// `done`: see TraceWindowDone.
 std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks = nullptr);
+                                      const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {});
 
 }  // namespace memreplay

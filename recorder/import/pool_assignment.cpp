@@ -92,7 +92,7 @@ uint16_t PoolAssignment::undo(const TraceStep& step) {
 }
 
 std::vector<uint16_t> assign_pools(const AllocatorState& final_state, std::span<const TraceStep> trace,
-                                   PoolAssignmentCounts* counts) {
+                                   PoolAssignmentCounts* counts, const TraceWindowDone& done) {
   std::vector<uint16_t> pools(trace.size(), kDefaultPool);
   bool any_private = false;
   for (const SegmentState& s : final_state.segments) any_private |= s.pool != kDefaultPool;
@@ -100,7 +100,11 @@ std::vector<uint16_t> assign_pools(const AllocatorState& final_state, std::span<
   // that matters (counting would only report segments freed in the default pool).
   if (!any_private) return pools;
   PoolAssignment assignment(final_state);
-  for (size_t i = trace.size(); i-- > 0;) pools[i] = assignment.undo(trace[i]);
+  TraceWindows windows(done, trace.size());
+  for (size_t i = trace.size(); i-- > 0;) {
+    windows.backward(i);
+    pools[i] = assignment.undo(trace[i]);
+  }
   if (counts) *counts = assignment.counts();
   return pools;
 }

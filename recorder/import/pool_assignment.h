@@ -80,7 +80,8 @@ class PoolAssignment {
 };
 
 // Every entry's pool, in trace order.
+// `done`: see TraceWindowDone.
 std::vector<uint16_t> assign_pools(const AllocatorState& final_state, std::span<const TraceStep> trace,
-                                   PoolAssignmentCounts* counts = nullptr);
+                                   PoolAssignmentCounts* counts = nullptr, const TraceWindowDone& done = {});
 
 }  // namespace memreplay

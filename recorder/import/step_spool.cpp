@@ -6,6 +6,13 @@ namespace memreplay {
 
 static_assert(std::is_trivially_copyable_v<TraceStep>, "TraceSteps are written to scratch files as bytes");
 
+// Reserved at the first entry (a device without entries costs nothing): the in-memory part, then
+// the batches, in the same range.
+void StepSpool::reserve() {
+  steps_ = HugePageArray<TraceStep>(kInMemoryEntries);
+  sides_ = HugePageArray<Side>(kInMemoryEntries);
+}
+
 void StepSpool::spill() {
   if (!spilled()) {
     step_file_ = std::make_unique<ScratchFile>(for_file_);
@@ -13,25 +20,19 @@ void StepSpool::spill() {
   }
   step_file_->append(steps_.data(), steps_.size() * sizeof(TraceStep));
   side_file_->append(sides_.data(), sides_.size() * sizeof(Side));
-  steps_.clear();
+  steps_.clear();  // gives the pages back: the in-memory part before the first spill is big
   sides_.clear();
-  if (steps_.capacity() > kBatch) {  // the in-memory part before the first spill: give it back
-    std::vector<TraceStep>().swap(steps_);
-    std::vector<Side>().swap(sides_);
-    steps_.reserve(kBatch);
-    sides_.reserve(kBatch);
-  }
 }
 
 void StepSpool::seal() {
   if (!spilled()) {
-    view_ = steps_;
+    view_ = steps_.view();
     sides_view_ = sides_.data();
     return;
   }
-  if (!steps_.empty()) spill();
-  std::vector<TraceStep>().swap(steps_);
-  std::vector<Side>().swap(sides_);
+  if (steps_.size() > 0) spill();
+  steps_ = {};
+  sides_ = {};
   step_map_ = step_file_->map();
   side_map_ = side_file_->map();
   step_file_.reset();  // the maps keep the files' pages

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "recorder/import/allocator_state.h"
+#include "recorder/import/huge_page_array.h"
 #include "recorder/import/scratch_file.h"
 
 namespace memreplay {
@@ -25,6 +26,7 @@ class StepSpool {
   explicit StepSpool(std::string for_file) : for_file_(std::move(for_file)) {}
 
   void push(const TraceStep& step, uint64_t time_ns, uint32_t stack) {
+    if (!steps_.reserved()) reserve();
     steps_.push_back(step);
     sides_.push_back({time_ns, stack, 0});
     ++size_;
@@ -52,12 +54,13 @@ class StepSpool {
 
   bool spilled() const { return step_file_ != nullptr; }
   void spill();
+  void reserve();
   const Side& side(size_t i) const { return sides_view_[i]; }
 
   std::string for_file_;
   size_t size_ = 0;
-  std::vector<TraceStep> steps_;  // in memory, or the batch not yet written
-  std::vector<Side> sides_;
+  HugePageArray<TraceStep> steps_;  // in memory, or the batch not yet written
+  HugePageArray<Side> sides_;
   std::unique_ptr<ScratchFile> step_file_, side_file_;
   MappedBytes step_map_, side_map_;
   std::span<const TraceStep> view_;
