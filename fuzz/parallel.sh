@@ -6,6 +6,7 @@
 # OUT/artifacts/, and the script exits 1.
 #   fuzz/parallel.sh BUNDLE OUT SECONDS TARGET JOBS
 #   RUNS=N fuzz/parallel.sh ...   each process also stops after N executions (whichever comes first)
+#   SEED_OFFSET=K fuzz/parallel.sh ...   seeds K+1..K+JOBS instead of 1..JOBS (another campaign)
 # BUNDLE as for campaign.sh (the binaries, corpus/, lib/).
 set -uo pipefail
 bundle=$1
@@ -21,7 +22,7 @@ for ((j = 1; j <= jobs; j++)); do
   cp -r "$bundle/corpus/$target/." "$scratch/" 2>/dev/null
   limit=(-max_total_time="$seconds")
   if [ -n "${RUNS:-}" ]; then limit+=(-runs="$RUNS"); fi
-  "$bundle/$target" -seed="$j" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$bundle/$target" -seed="$((${SEED_OFFSET:-0} + j))" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$target-$j-" "$scratch" >"$out/$target.$j.log" 2>&1 &
   pids+=($!)
 done
