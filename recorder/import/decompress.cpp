@@ -13,7 +13,6 @@
 #include <condition_variable>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -138,38 +137,9 @@ std::string lzma_error_text(lzma_ret rc) {
   }
 }
 
-// liblzma's allocations, with its dictionary (8 MiB for xz -6, 64 MiB for -9) on huge pages where
-// the kernel has them: the decoder writes all of it, and 4 KiB faults on it cost the decoding
-// thread, the import's busiest, a few percent. Each block starts with its size, for the free.
-constexpr size_t kLzmaHeader = 16;
-constexpr size_t kLzmaMappedBytes = size_t{1} << 20;
-void* lzma_alloc_block(void*, size_t count, size_t size) {
-  if (size != 0 && count > (SIZE_MAX - kLzmaHeader) / size) return nullptr;
-  const size_t bytes = count * size + kLzmaHeader;
-  void* block = nullptr;
-  if (bytes >= kLzmaMappedBytes) {
-    block = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (block == MAP_FAILED) return nullptr;
-    ::madvise(block, bytes, MADV_HUGEPAGE);
-  } else if ((block = std::malloc(bytes)) == nullptr) {
-    return nullptr;
-  }
-  *static_cast<size_t*>(block) = bytes;
-  return static_cast<char*>(block) + kLzmaHeader;
-}
-void lzma_free_block(void*, void* ptr) {
-  if (ptr == nullptr) return;
-  char* block = static_cast<char*>(ptr) - kLzmaHeader;
-  const size_t bytes = *reinterpret_cast<size_t*>(block);
-  if (bytes >= kLzmaMappedBytes) ::munmap(block, bytes);
-  else std::free(block);
-}
-const lzma_allocator kLzmaAllocator{lzma_alloc_block, lzma_free_block, nullptr};
-
 template <typename Out>
 void unxz_all(std::string_view data, const std::string& file, Out& out) {
   lzma_stream s = LZMA_STREAM_INIT;
-  s.allocator = &kLzmaAllocator;
   // CONCATENATED: `xz` itself accepts several streams one after the other.
   if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
     throw InputError(file + ": xz decoder initialisation failed");
