@@ -1,6 +1,7 @@
 // The unpickler's opcode loop (its parts: unpickler.h) and unpickle().
 #include "recorder/import/pickle_reader.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <string>
@@ -12,6 +13,7 @@ namespace memreplay::pickle {
 namespace {
 
 constexpr int kHighestProtocol = 5;
+constexpr uint64_t kReservedInputBytes = uint64_t{1} << 30;
 
 // Scalars are decoded with memcpy into integers (detail::load_le).
 static_assert(std::endian::native == std::endian::little, "memreplay reads pickles on little-endian hosts");
@@ -19,18 +21,17 @@ static_assert(std::endian::native == std::endian::little, "memreplay reads pickl
 }  // namespace
 
 void Unpickler::run() {
-  // Scalar references are input offsets below kScalarBit.
-  if (data_.size() >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
   tree_.data_ = data_;
   // Snapshot pickles hold one container per 52-72 input bytes and one item per 6.6-9: reserve
-  // for the densest, so the big arrays never move while growing. Streamed, the tree holds
-  // little but the segments and frames.
+  // for the densest, so the big arrays never move while growing (up to kReservedInputBytes of
+  // input: past that they double, rather than reserve gigabytes for what may be one big bytes
+  // object). Streamed, the tree holds little but the segments and frames.
   if (!streaming_) {
-    tree_.containers_.reserve(data_.size() / 48 + 16);
-    tree_.container_offsets_.reserve(data_.size() / 48 + 16);
-    tree_.children_.reserve(data_.size() / 6 + 16);
+    const uint64_t reserved_for = std::min<uint64_t>(data_.size(), kReservedInputBytes);
+    tree_.containers_.reserve(reserved_for / 48 + 16);
+    tree_.container_offsets_.reserve(reserved_for / 48 + 16);
+    tree_.children_.reserve(reserved_for / 6 + 16);
   }
-  memo_.reserve(data_.size() / 32 + 16);
   for (;;) {
     if (pos_ >= data_.size() && !more(1)) fail(pos_, "pickle ends without STOP");
     op_pos_ = pos_;
@@ -111,7 +112,7 @@ void Unpickler::step() {
       std::string_view text = read_line();
       if (op_ == LONG && !text.empty() && text.back() == 'L') text.remove_suffix(1);
       if (!(op_ == INT && (text == "00" || text == "01"))) parse_decimal(text);  // INT 00/01: bools
-      push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+      push(Tree::kScalarBit | op_pos_);
       break;
     }
     case FLOAT: {
@@ -120,7 +121,7 @@ void Unpickler::step() {
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
       if (ec != std::errc() || end != text.data() + text.size())
         fail_here("malformed float '" + std::string(text.substr(0, 40)) + "'");
-      push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+      push(Tree::kScalarBit | op_pos_);
       break;
     }
     case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES: push_scalar(read_le(1)); break;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/import/pickle_memo.h"
 #include "recorder/import/pickle_opcodes.h"
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pickle_ref_stack.h"
@@ -30,19 +31,19 @@ class Unpickler {
  public:
   Unpickler(std::string_view data, const std::string& file, Tree& tree, const UnpickleOptions& options)
       : data_(data), growing_(options.growing), file_(file), tree_(tree), options_(options),
-        streaming_(options.device_traces != nullptr) {}
+        streaming_(options.device_traces != nullptr), memo_(file) {}
 
   void run();
 
  private:
   // Memo slot values besides a reference.
-  static constexpr uint32_t kUnsetMemo = std::numeric_limits<uint32_t>::max();
+  static constexpr Ref kUnsetMemo = PickleMemo::kUnset;
   // A memo slot whose object (a streamed trace entry) was handed over and recycled. Containers are
-  // numbered from 0 and each needs an input byte, so no container of a pickle under 2 GiB has it.
-  static constexpr uint32_t kTakenMemo = Tree::kScalarBit - 1;
+  // numbered from 0 and each needs an input byte, so no container of any pickle has it.
+  static constexpr Ref kTakenMemo = Tree::kScalarBit - 1;
   // container_memo_ values besides a memo index.
-  static constexpr uint32_t kNoMemo = std::numeric_limits<uint32_t>::max();
-  static constexpr uint32_t kShared = kNoMemo - 1;  // referred to more than once: never recycled
+  static constexpr uint64_t kNoMemo = std::numeric_limits<uint64_t>::max();
+  static constexpr uint64_t kShared = kNoMemo - 1;  // referred to more than once: never recycled
   // Shaped dicts of up to this many pairs have their value runs recycled (trace entries have 5-9).
   static constexpr uint32_t kMaxRecycledPairs = 16;
   static constexpr uint64_t kProgressBytes = uint64_t{64} << 20;
@@ -101,35 +102,35 @@ class Unpickler {
     marks_.pop_back();
     return mark;
   }
-  [[gnu::always_inline]] void push(uint32_t ref) { stack_.push(ref); }
+  [[gnu::always_inline]] void push(Ref ref) { stack_.push(ref); }
   // A scalar is referenced by its opcode's offset; its `argument_bytes` are checked to be there
   // (str and bytes: the length read from the opcode's argument).
   [[gnu::always_inline]] void push_scalar(uint64_t argument_bytes) {
     take(argument_bytes);
-    push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+    push(Tree::kScalarBit | op_pos_);
   }
   // LONG1/LONG4 with an n-byte payload.
   [[gnu::always_inline]] void push_long(uint64_t n) {
     check_long(take(n), n);
-    push(Tree::kScalarBit | static_cast<uint32_t>(op_pos_));
+    push(Tree::kScalarBit | op_pos_);
   }
-  [[gnu::always_inline]] uint32_t add_container(Kind kind) {
+  [[gnu::always_inline]] Ref add_container(Kind kind) {
     if (streaming_ && !free_containers_.empty()) {
-      const uint32_t c = free_containers_.back();
+      const Ref c = free_containers_.back();
       free_containers_.pop_back();
       tree_.containers_[c] = {kind, Tree::Layout::one_run, 0, 0, 0};
-      tree_.container_offsets_[c] = static_cast<uint32_t>(op_pos_);
+      tree_.container_offsets_[c] = op_pos_;
       container_memo_[c] = kNoMemo;
       return c;
     }
     tree_.containers_.push_back({kind, Tree::Layout::one_run, 0, 0, 0});
-    tree_.container_offsets_.push_back(static_cast<uint32_t>(op_pos_));
+    tree_.container_offsets_.push_back(op_pos_);
     if (streaming_) container_memo_.push_back(kNoMemo);
-    return static_cast<uint32_t>(tree_.containers_.size() - 1);
+    return tree_.containers_.size() - 1;
   }
 
   // Moves stack[from..] to the end of `container`'s items (see Tree::Container for the layouts).
-  void append_items(uint32_t container, size_t from);
+  void append_items(Ref container, size_t from);
 
   // A dict's first batch: its values go to children_, its keys to a shape it shares with a
   // recent dict that had the same keys in the same order.
@@ -142,6 +143,12 @@ class Unpickler {
   // Items appended as runs: extends the last run when it ends where children_ ends, else starts
   // a new one (moving a one_run container to the runs layout).
   void append_run(Tree::Container& c, size_t from, uint32_t count);
+  // Refuses a tree of more than 2^32 items (Container counts them in 32 bits): only a pickle of
+  // 4 GiB or more, not streamed, has that many.
+  void check_room(uint64_t items, uint64_t more) const {
+    if (items + more > std::numeric_limits<uint32_t>::max())
+      fail_here("more than 2^32 items in one tree (not a snapshot's shape, which is streamed)");
+  }
   // A new container holding stack[from..], which it replaces on the stack.
   void collapse(Kind kind, size_t from);
   // APPEND(S), SETITEM(S), ADDITEMS: items from `from` go into the object just below them.
@@ -150,31 +157,31 @@ class Unpickler {
   // --- streaming device traces (see DeviceTraceSink) ---
 
   void report_progress();
-  bool is_container(uint32_t ref, Kind kind) const {
+  bool is_container(Ref ref, Kind kind) const {
     return !(ref & Tree::kScalarBit) && tree_.containers_[ref].kind == kind;
   }
-  const std::pair<uint32_t, uint32_t>* find_streamed(uint32_t container) const {
+  const std::pair<Ref, uint32_t>* find_streamed(Ref container) const {
     for (const auto& s : streamed_)
       if (s.first == container) return &s;
     return nullptr;
   }
   // k when the list `target`, at stack position p, is root["device_traces"][k] by its place on
   // the stack: [root dict, MARK, (key, value)..., 'device_traces', outer list, (MARK,) lists...].
-  std::optional<uint32_t> streamed_index(uint32_t target, size_t p);
+  std::optional<uint32_t> streamed_index(Ref target, size_t p);
   std::optional<uint32_t> device_list_index(size_t p) const;
   // Gives stack[from..] to the sink, then recycles the entry dicts nothing else refers to.
   void hand_over(uint32_t k, size_t from);
   // At STOP: every streamed list is root["device_traces"][k], and nothing else there.
   void check_streamed_lists() const;
   // A container is referred to again (memo GET, DUP): never recycled; a streamed list, refused.
-  [[gnu::always_inline]] void note_shared(uint32_t ref) {
+  [[gnu::always_inline]] void note_shared(Ref ref) {
     if (!streaming_ || (ref & Tree::kScalarBit)) return;
     if (find_streamed(ref) != nullptr) fail_here("a device trace list is referred to twice (not a pickle torch writes)");
     container_memo_[ref] = kShared;
   }
-  [[gnu::always_inline]] void note_memo(uint32_t ref, uint64_t index) {
+  [[gnu::always_inline]] void note_memo(Ref ref, uint64_t index) {
     if (!streaming_ || (ref & Tree::kScalarBit)) return;
-    container_memo_[ref] = container_memo_[ref] == kNoMemo ? static_cast<uint32_t>(index) : kShared;
+    container_memo_[ref] = container_memo_[ref] == kNoMemo ? index : kShared;
   }
 
   // --- memo ---
@@ -189,9 +196,9 @@ class Unpickler {
     // Real picklers number memo entries 0, 1, 2...; bounding the index by the input size keeps
     // a hostile PUT from allocating gigabytes.
     if (index > data_.size() && !more(index - pos_)) fail_here("memo index " + std::to_string(index) + " is out of range");
-    if (index >= memo_.size()) memo_.resize(index + 1, kUnsetMemo);
+    if (index >= memo_.size()) memo_.resize(index + 1);
     if (memo_[index] == kUnsetMemo) ++memo_count_;
-    memo_[index] = stack_.back();
+    memo_.set(index, stack_.back());
   }
   [[gnu::always_inline]] void memo_get(uint64_t index) {
     if (index >= memo_.size() || memo_[index] == kUnsetMemo)
@@ -216,17 +223,17 @@ class Unpickler {
   const bool streaming_;
   // Streaming only: per container, its memo index, kNoMemo or kShared; containers and value runs
   // free for reuse; the streamed lists (container, k).
-  std::vector<uint32_t> container_memo_;
-  std::vector<uint32_t> free_containers_;
+  std::vector<uint64_t> container_memo_;
+  std::vector<Ref> free_containers_;
   std::array<std::vector<uint32_t>, kMaxRecycledPairs + 1> free_values_;
-  std::vector<std::pair<uint32_t, uint32_t>> streamed_;
+  std::vector<std::pair<Ref, uint32_t>> streamed_;
   uint64_t next_progress_ = kProgressBytes;
   size_t pos_ = 0;
   size_t op_pos_ = 0;
   uint8_t op_ = 0;
   RefStack stack_;
   std::vector<size_t> marks_;
-  std::vector<uint32_t> memo_;
+  PickleMemo memo_;
   uint64_t memo_count_ = 0;
   // Key lists of the last few dicts (see fill_shaped): snapshots interleave a few dict shapes
   // (trace entries, frames, blocks).

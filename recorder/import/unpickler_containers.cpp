@@ -5,7 +5,7 @@
 
 namespace memreplay::pickle {
 
-void Unpickler::append_items(uint32_t container, size_t from) {
+void Unpickler::append_items(Ref container, size_t from) {
   const auto count = static_cast<uint32_t>(stack_.size() - from);
   if (count == 0) return;
   Tree::Container& c = tree_.containers_[container];
@@ -33,6 +33,7 @@ void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
   }
   if (shape == nullptr) {
     Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
+    check_room(keys.size(), pairs);
     slot = {static_cast<uint32_t>(keys.size()), pairs};
     for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
     shape = &slot;
@@ -47,15 +48,17 @@ void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
     for (uint32_t i = 0; i < pairs; ++i) children[c.begin + i] = stack_[from + 2 * i + 1];
     return;
   }
+  check_room(children.size(), pairs);
   c.begin = static_cast<uint32_t>(children.size());
   for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
 }
 
 void Unpickler::unshape(Tree::Container& c) {
   auto& children = tree_.children_;
+  check_room(children.size(), c.count);
   const auto begin = static_cast<uint32_t>(children.size());
   for (uint32_t i = 0; i < c.count / 2; ++i) {
-    const uint32_t value = children[c.begin + i];
+    const Ref value = children[c.begin + i];
     children.push_back(tree_.shape_keys_[c.extra + i]);
     children.push_back(value);
   }
@@ -66,6 +69,8 @@ void Unpickler::unshape(Tree::Container& c) {
 void Unpickler::append_run(Tree::Container& c, size_t from, uint32_t count) {
   auto& segments = tree_.segments_;
   auto& children = tree_.children_;
+  check_room(children.size(), count);
+  check_room(segments.size(), 2);
   const auto end = static_cast<uint32_t>(children.size());
   if (c.count == 0) {
     c.begin = end;
@@ -91,14 +96,14 @@ void Unpickler::append_run(Tree::Container& c, size_t from, uint32_t count) {
 void Unpickler::collapse(Kind kind, size_t from) {
   if (kind == Kind::dict && (stack_.size() - from) % 2 != 0)
     fail_here("odd number of stack items for a dict");
-  const uint32_t c = add_container(kind);
+  const Ref c = add_container(kind);
   append_items(c, from);
   push(c);
 }
 
 void Unpickler::extend(Kind expected, size_t from) {
   if (from <= floor() || from > stack_.size()) fail_here("no target object on the stack");
-  const uint32_t target = stack_[from - 1];
+  const Ref target = stack_[from - 1];
   const Kind kind = Value(&tree_, target).kind();
   if (kind != expected || (target & Tree::kScalarBit))
     fail_here("target is a " + std::string(kind_name(kind)) + ", expected a " +

@@ -27,7 +27,6 @@ bool Unpickler::more(uint64_t n) {
   if (growing_ == nullptr) return false;
   const uint64_t want = n > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + n;
   const uint64_t have = growing_->wait_for(want);
-  if (have >= Tree::kScalarBit) fail(0, "pickles of 2 GiB or more are not supported");
   // At most kGrowingWindow past what is needed: the next call, and with it the news of a
   // decoder that failed (a bomb past its ceiling), is never more than that far away.
   const uint64_t seen = have < want ? have : std::min(have, want + kGrowingWindow);

@@ -11,7 +11,7 @@ void Unpickler::report_progress() {
   if (options_.progress) options_.progress(pos_);
 }
 
-std::optional<uint32_t> Unpickler::streamed_index(uint32_t target, size_t p) {
+std::optional<uint32_t> Unpickler::streamed_index(Ref target, size_t p) {
   const auto* streamed = find_streamed(target);
   std::optional<uint32_t> k = device_list_index(p);
   if (streamed != nullptr) {
@@ -36,24 +36,24 @@ std::optional<uint32_t> Unpickler::device_list_index(size_t p) const {
   } else {
     return std::nullopt;
   }
-  const uint32_t key = stack_[outer - 1];
+  const Ref key = stack_[outer - 1];
   if (outer < 2 || (outer - 1 - 1) % 2 != 0 || !is_container(stack_[outer], Kind::list) ||
       Value(&tree_, key).kind() != Kind::str || Value(&tree_, key).as_str() != "device_traces")
     return std::nullopt;
   const uint64_t k = tree_.containers_[stack_[outer]].count + offset;
-  if (k >= Tree::kScalarBit) return std::nullopt;
+  if (k > std::numeric_limits<uint32_t>::max()) return std::nullopt;
   return static_cast<uint32_t>(k);
 }
 
 void Unpickler::hand_over(uint32_t k, size_t from) {
-  const std::span<const uint32_t> items(stack_.data() + from, stack_.size() - from);
+  const std::span<const Ref> items(stack_.data() + from, stack_.size() - from);
   options_.device_traces->take(k, tree_, items);
-  for (const uint32_t ref : items) {
+  for (const Ref ref : items) {
     if ((ref & Tree::kScalarBit) || container_memo_[ref] == kShared || find_streamed(ref) != nullptr) continue;
     const Tree::Container& c = tree_.containers_[ref];
     if (c.layout == Tree::Layout::shaped && c.count / 2 <= kMaxRecycledPairs) free_values_[c.count / 2].push_back(c.begin);
     else if (c.layout == Tree::Layout::runs) continue;  // its run chain is not reused: keep the slot
-    if (container_memo_[ref] != kNoMemo) memo_[container_memo_[ref]] = kTakenMemo;
+    if (container_memo_[ref] != kNoMemo) memo_.set(container_memo_[ref], kTakenMemo);
     container_memo_[ref] = kShared;  // until add_container reuses it
     free_containers_.push_back(ref);
   }
