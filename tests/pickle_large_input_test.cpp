@@ -58,18 +58,17 @@ Ref slot_value(uint64_t i) { return pickle::Tree::kScalarBit | (i * 7 + 3); }
 TEST(PickleMemo, ResidentMemoryStaysBoundedAndEveryIndexAnswersAfterMillionsOfSlots) {
   constexpr uint64_t kSlots = 24'000'000;
   PickleMemo memo("t.pkl");
-  uint64_t most_resident_in_memory = 0, most_resident_spilled = 0;
+  uint64_t most_resident_spilled = 0;
   for (uint64_t i = 0; i < kSlots; ++i) {
     memo.push_back(slot_value(i));
-    if (i % 1'000'000 != 999'999) continue;
-    uint64_t& most = memo.spilled() ? most_resident_spilled : most_resident_in_memory;
-    most = std::max(most, resident_bytes_of_mapping(memo.data()));
+    if (i + 1 == PickleMemo::kInMemorySlots) EXPECT_FALSE(memo.spilled());  // 32 MiB, in memory
+    // Once spilled the slots are a mapping of their own; before, malloc's heap may hold them.
+    if (i % 1'000'000 == 999'999 && memo.spilled())
+      most_resident_spilled = std::max(most_resident_spilled, resident_bytes_of_mapping(memo.data()));
   }
   ASSERT_TRUE(memo.spilled());
   ASSERT_EQ(memo.size(), kSlots);
   const uint64_t all_slots = kSlots * sizeof(Ref);  // 192 MB
-  EXPECT_GT(most_resident_in_memory, 0u);
-  EXPECT_LE(most_resident_in_memory, PickleMemo::kInMemorySlots * sizeof(Ref) + 64 * 1024);
   EXPECT_GT(most_resident_spilled, 0u);
   EXPECT_LE(most_resident_spilled, 3 * PickleMemo::kReleaseSlots * sizeof(Ref)) << "of " << all_slots;
   for (const uint64_t i : {uint64_t{0}, uint64_t{1}, uint64_t{4095}, PickleMemo::kInMemorySlots - 1,

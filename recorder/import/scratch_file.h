@@ -1,7 +1,8 @@
 // Scratch space on disk for imports larger than memory should hold: an unlinked temporary file
 // (nothing is left behind, whatever ends the process) that is written once, then mapped
 // read-only; a reader hands the pages it has passed back to the kernel (MappedBytes::release),
-// so resident memory stays a window, not the file.
+// so resident memory stays a window, not the file. The pickle memo (pickle_memo.h) instead
+// reserves the file and stores through a shared read-write map.
 #pragma once
 
 #include <cstddef>
