@@ -216,7 +216,9 @@ TEST(Decompress, CeilingScalesWithTheInputAndHoldsForEveryFormat) {
   EXPECT_NE(error.find("bomb.zst: byte "), std::string::npos) << error;
   EXPECT_NE(error.find("exceeds"), std::string::npos) << error;
   EXPECT_EQ(decompression_ceiling(1), kMinDecompressionCeiling);
-  EXPECT_EQ(decompression_ceiling(uint64_t{1} << 30), kDefaultMaxDecompressedBytes);
+  EXPECT_EQ(decompression_ceiling(uint64_t{1} << 30), uint64_t{128} << 30);
+  EXPECT_EQ(decompression_ceiling(kDefaultMaxDecompressedBytes / kMaxCompressionRatio), kDefaultMaxDecompressedBytes);
+  EXPECT_EQ(decompression_ceiling(kDefaultMaxDecompressedBytes), kDefaultMaxDecompressedBytes);
 }
 
 // --- amplification through memoized references ---

@@ -49,7 +49,8 @@ InputError bomb_error(const std::string& file, uint64_t consumed_input, uint64_t
   return InputError::at_byte(file, consumed_input,
                              "decompressed data exceeds the " + format_bytes(max_output) +
                                  " limit (128 times the compressed size, at least 64 MiB, at "
-                                 "most 2 GiB): a decompression bomb, or decompress it first");
+                                 "most " + format_bytes(kDefaultMaxDecompressedBytes) +
+                                 "): a decompression bomb, or decompress it first");
 }
 
 // The output of decompress(): a buffer that grows geometrically up to the caller's cap, so a

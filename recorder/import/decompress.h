@@ -21,10 +21,10 @@ std::string_view compression_name(Compression c);
 Compression detect_compression(std::string_view data, const std::string& file);
 
 // A decompression bomb guard: more output than this is refused, before the whole of it is
-// produced. The unpickler reads pickles under 2 GiB (pickle_reader.h), so more would be refused
-// anyway; PyTorch's own viewer already fails on 1 GB pickles. No buffer is ever sized by a
-// length the compressed data declares: output buffers start from the input's size and double.
-inline constexpr uint64_t kDefaultMaxDecompressedBytes = (2ull << 30) - 1;
+// produced: 1 TiB, far past any snapshot (the unpickler reads pickles of any size), while the
+// ratio below stops bombs long before. No buffer is ever sized by a length the compressed data
+// declares: output buffers start from the input's size and double.
+inline constexpr uint64_t kDefaultMaxDecompressedBytes = uint64_t{1} << 40;
 
 // The decompressed content of `data` (a copy when it is not compressed). Concatenated gzip
 // members, xz streams and zstd frames are all read. Errors are InputError naming `file` and,

@@ -9,12 +9,13 @@
 // under AddressSanitizer/UBSan with every prefix and many byte-level corruptions of real pickles.
 //
 // Not read (refused with a clear message): protocol-0 text strings (STRING, UNICODE), which need
-// escape decoding, and out-of-band buffers (NEXT_BUFFER). Integers must fit in 64 bits signed;
-// inputs must be under 2 GiB. str bytes are passed through as stored (UTF-8 from any Python 3
-// pickler), not validated.
+// escape decoding, and out-of-band buffers (NEXT_BUFFER). Integers must fit in 64 bits signed.
+// Inputs may be of any size (offsets are 64-bit); a tree that is not streamed holds at most 2^32
+// items, which inputs of 4 GiB or more can exceed (refused then). str bytes are passed through as
+// stored (UTF-8 from any Python 3 pickler), not validated.
 //
 // Representation, chosen for speed (a 32 MB snapshot has 8.6 million opcodes; memory touched is
-// most of the cost): a value is a 32-bit reference. A scalar (int, float, str, bytes, bool, None)
+// most of the cost): a value is a 64-bit reference (Ref). A scalar (int, float, str, bytes, bool, None)
 // is not copied anywhere: its reference is the input offset of the opcode that pushed it, checked
 // while parsing and decoded when read. A container is a 16-byte node whose items live in one
 // shared array of references; a dict keeps its keys apart from its values, so the millions of
@@ -49,21 +50,25 @@ std::string_view kind_name(Kind kind);
 
 class Tree;
 
+// A value of a Tree: with Tree::kScalarBit set, the input offset of a scalar's opcode; without
+// it, the index of a container.
+using Ref = uint64_t;
+
 // A read-only handle on one value of a Tree: a pointer and a reference, cheap to copy.
 // Accessors for the wrong kind are precondition violations (check kind() first); they return
 // 0 or empty.
 class Value {
  public:
   Value() = default;
-  Value(const Tree* tree, uint32_t ref) : tree_(tree), ref_(ref) {}
+  Value(const Tree* tree, Ref ref) : tree_(tree), ref_(ref) {}
 
   Kind kind() const;
   bool is(Kind k) const { return kind() == k; }
   // Identity of the underlying object: memo aliases of one object have equal ids.
-  uint32_t id() const { return ref_; }
+  Ref id() const { return ref_; }
   // Input offset of the opcode that made the object (a scalar's opcode, a container's
   // EMPTY_*, LIST, TUPLE... opcode): where error messages point.
-  uint32_t offset() const;
+  uint64_t offset() const;
 
   bool as_bool() const;
   int64_t as_int() const;
@@ -100,7 +105,7 @@ class Value {
 
  private:
   const Tree* tree_ = nullptr;
-  uint32_t ref_ = 0;
+  Ref ref_ = 0;
 };
 
 // The result of unpickling. It refers to the input bytes (scalars are decoded from them) and
@@ -112,7 +117,7 @@ class Tree {
 
   // A reference with this bit set is the input offset of a scalar's opcode; without it, the
   // index of a container.
-  static constexpr uint32_t kScalarBit = 0x80000000u;
+  static constexpr Ref kScalarBit = Ref{1} << 63;
   static constexpr uint32_t kNoSegment = 0xffffffffu;
 
   // Walks a container's items run by run (see Container), one item or one dict pair at a time.
@@ -120,9 +125,9 @@ class Tree {
    public:
     Cursor() = default;
     bool done() const { return p_ == end_; }
-    uint32_t item() const { return *p_; }
-    uint32_t key() const { return keys_ ? *keys_ : p_[0]; }
-    uint32_t value() const { return keys_ ? *p_ : p_[1]; }
+    Ref item() const { return *p_; }
+    Ref key() const { return keys_ ? *keys_ : p_[0]; }
+    Ref value() const { return keys_ ? *p_ : p_[1]; }
     void next_item() {
       if (++p_ == end_) *this = tree_->run_cursor(next_);
     }
@@ -135,12 +140,12 @@ class Tree {
    private:
     friend class Tree;
     const Tree* tree_ = nullptr;
-    const uint32_t* p_ = nullptr;     // the next item (or value, when keys_ is set)
-    const uint32_t* end_ = nullptr;   // end of this run
-    const uint32_t* keys_ = nullptr;  // a shaped dict's next key
+    const Ref* p_ = nullptr;     // the next item (or value, when keys_ is set)
+    const Ref* end_ = nullptr;   // end of this run
+    const Ref* keys_ = nullptr;  // a shaped dict's next key
     uint32_t next_ = kNoSegment;      // the run after this one
   };
-  Cursor cursor(uint32_t ref) const;
+  Cursor cursor(Ref ref) const;
 
  private:
   friend class Value;
@@ -179,18 +184,18 @@ class Tree {
     return c;
   }
 
-  Kind scalar_kind(uint32_t offset) const;
-  int64_t scalar_int(uint32_t offset) const;
-  double scalar_float(uint32_t offset) const;
-  std::string_view scalar_text(uint32_t offset) const;
+  Kind scalar_kind(uint64_t offset) const;
+  int64_t scalar_int(uint64_t offset) const;
+  double scalar_float(uint64_t offset) const;
+  std::string_view scalar_text(uint64_t offset) const;
 
   std::string_view data_;
   std::vector<Container> containers_;
-  std::vector<uint32_t> container_offsets_;  // by container index, see Value::offset
-  std::vector<uint32_t> children_;
+  std::vector<uint64_t> container_offsets_;  // by container index, see Value::offset
+  std::vector<Ref> children_;
   std::vector<Segment> segments_;
-  std::vector<uint32_t> shape_keys_;
-  uint32_t root_ = 0;
+  std::vector<Ref> shape_keys_;
+  Ref root_ = 0;
 };
 
 // Streaming a snapshot's trace: the items of every list at root["device_traces"][k] are handed
@@ -207,7 +212,7 @@ class DeviceTraceSink {
   virtual ~DeviceTraceSink() = default;
   // `items` (references into `tree`, valid during the call) were just appended to
   // root["device_traces"][list_index], in order.
-  virtual void take(uint32_t list_index, const Tree& tree, std::span<const uint32_t> items) = 0;
+  virtual void take(uint32_t list_index, const Tree& tree, std::span<const Ref> items) = 0;
 };
 
 struct UnpickleOptions {
@@ -256,7 +261,7 @@ inline uint64_t load_le(const char* p, unsigned n) {
 }
 }  // namespace detail
 
-inline Kind Tree::scalar_kind(uint32_t offset) const {
+inline Kind Tree::scalar_kind(uint64_t offset) const {
   const char* p = data_.data() + offset;
   const auto op = static_cast<uint8_t>(*p);
   // "I00\n" / "I01\n" are False / True. Reading stops at the '\n' parsing found, so stays in bounds.
@@ -264,7 +269,7 @@ inline Kind Tree::scalar_kind(uint32_t offset) const {
   return detail::kScalarKinds[op];
 }
 
-inline uint32_t Value::offset() const {
+inline uint64_t Value::offset() const {
   if (ref_ & Tree::kScalarBit) return ref_ & ~Tree::kScalarBit;
   return tree_->container_offsets_[ref_];
 }
@@ -275,7 +280,7 @@ inline Kind Value::kind() const {
 }
 [[gnu::always_inline]] inline std::optional<int64_t> Value::int_value() const {
   if (!(ref_ & Tree::kScalarBit)) return std::nullopt;
-  const uint32_t offset = ref_ & ~Tree::kScalarBit;
+  const uint64_t offset = ref_ & ~Tree::kScalarBit;
   const char* p = tree_->data_.data() + offset;
   switch (static_cast<uint8_t>(*p)) {  // the opcodes real snapshots use, decoded in line
     case detail::kBININT1: return static_cast<uint8_t>(p[1]);
@@ -299,7 +304,7 @@ inline bool Value::as_bool() const {
 }
 inline std::string_view Value::as_str() const {
   if (!(ref_ & Tree::kScalarBit)) return {};
-  const uint32_t offset = ref_ & ~Tree::kScalarBit;
+  const uint64_t offset = ref_ & ~Tree::kScalarBit;
   const char* p = tree_->data_.data() + offset;
   if (static_cast<uint8_t>(*p) == detail::kSHORT_BINUNICODE)
     return std::string_view(p + 2, static_cast<uint8_t>(p[1]));
@@ -319,7 +324,7 @@ inline uint32_t Value::size() const {
   return c.kind == Kind::dict ? c.count / 2 : c.count;
 }
 
-inline Tree::Cursor Tree::cursor(uint32_t ref) const {
+inline Tree::Cursor Tree::cursor(Ref ref) const {
   Cursor c;
   if (ref & kScalarBit) return c;
   const Container& k = containers_[ref];
@@ -385,10 +390,10 @@ template <typename F>
 void Value::for_each_pair(F&& f) const {
   if (!is(Kind::dict)) return;
   const Tree::Container& c = tree_->containers_[ref_];
-  const uint32_t* children = tree_->children_.data();
+  const Ref* children = tree_->children_.data();
   if (c.layout == Tree::Layout::shaped) {  // the common case, as a plain loop
-    const uint32_t* keys = tree_->shape_keys_.data() + c.extra;
-    const uint32_t* values = children + c.begin;
+    const Ref* keys = tree_->shape_keys_.data() + c.extra;
+    const Ref* values = children + c.begin;
     for (uint32_t i = 0, n = c.count / 2; i < n; ++i) f(Value(tree_, keys[i]), Value(tree_, values[i]));
     return;
   }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "recorder/import/pickle_reader.h"
+
 namespace memreplay::pickle {
 
 // The VM stack of references. Only ever shrinks by resize(); push is one compare and one
@@ -12,10 +14,10 @@ namespace memreplay::pickle {
 class RefStack {
  public:
   size_t size() const { return size_; }
-  uint32_t back() const { return buf_[size_ - 1]; }
-  uint32_t operator[](size_t i) const { return buf_[i]; }
-  const uint32_t* data() const { return buf_.data(); }
-  [[gnu::always_inline]] void push(uint32_t ref) {
+  Ref back() const { return buf_[size_ - 1]; }
+  Ref operator[](size_t i) const { return buf_[i]; }
+  const Ref* data() const { return buf_.data(); }
+  [[gnu::always_inline]] void push(Ref ref) {
     if (size_ == buf_.size()) grow();
     buf_[size_++] = ref;
   }
@@ -25,7 +27,7 @@ class RefStack {
  private:
   [[gnu::noinline]] void grow() { buf_.resize(buf_.size() * 2 + 256); }
 
-  std::vector<uint32_t> buf_;
+  std::vector<Ref> buf_;
   size_t size_ = 0;
 };
 

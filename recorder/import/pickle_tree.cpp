@@ -28,7 +28,7 @@ std::string_view kind_name(Kind kind) {
 namespace {
 
 // The argument line of the protocol-0 opcode at `offset` (its '\n' was found when parsing).
-std::string_view text_argument(std::string_view data, uint32_t offset) {
+std::string_view text_argument(std::string_view data, uint64_t offset) {
   const size_t end = data.find('\n', offset + 1);
   return data.substr(offset + 1, end - (offset + 1));
 }
@@ -43,7 +43,7 @@ int64_t parse_int_text(std::string_view text) {
 
 }  // namespace
 
-int64_t Tree::scalar_int(uint32_t offset) const {
+int64_t Tree::scalar_int(uint64_t offset) const {
   const char* p = data_.data() + offset;
   switch (static_cast<uint8_t>(*p)) {
     case NEWTRUE: return 1;
@@ -71,7 +71,7 @@ int64_t Tree::scalar_int(uint32_t offset) const {
   }
 }
 
-double Tree::scalar_float(uint32_t offset) const {
+double Tree::scalar_float(uint64_t offset) const {
   const char* p = data_.data() + offset;
   double d = 0;
   if (static_cast<uint8_t>(*p) == BINFLOAT) {  // big-endian IEEE 754
@@ -85,7 +85,7 @@ double Tree::scalar_float(uint32_t offset) const {
   return d;
 }
 
-std::string_view Tree::scalar_text(uint32_t offset) const {
+std::string_view Tree::scalar_text(uint64_t offset) const {
   const char* p = data_.data() + offset;
   switch (static_cast<uint8_t>(*p)) {
     case SHORT_BINUNICODE: case SHORT_BINSTRING: case SHORT_BINBYTES:

@@ -124,6 +124,20 @@ void ScratchFile::append(const void* bytes, size_t n) {
   }
 }
 
+void ScratchFile::reserve(uint64_t bytes) {
+  if (bytes <= size_) return;
+  const int error = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+  if (error != 0)
+    throw InputError(for_file_ + ": cannot write scratch data under " + scratch_dir() + ": " + std::strerror(error));
+  size_ = bytes;
+}
+
+void* ScratchFile::map_writable(size_t bytes) const {
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (map == MAP_FAILED) throw InputError(for_file_ + ": cannot map scratch data: " + std::strerror(errno));
+  return map;
+}
+
 MappedBytes ScratchFile::map() const { return MappedBytes(fd_, static_cast<size_t>(size_), for_file_); }
 
 void ScratchFile::map_over(void* at, size_t bytes) const {

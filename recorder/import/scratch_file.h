@@ -1,7 +1,8 @@
 // Scratch space on disk for imports larger than memory should hold: an unlinked temporary file
 // (nothing is left behind, whatever ends the process) that is written once, then mapped
 // read-only; a reader hands the pages it has passed back to the kernel (MappedBytes::release),
-// so resident memory stays a window, not the file.
+// so resident memory stays a window, not the file. The pickle memo (pickle_memo.h) instead
+// reserves the file and stores through a shared read-write map.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +49,12 @@ class ScratchFile {
 
   void append(const void* bytes, size_t n);
   uint64_t size() const { return size_; }
+  // Makes the file at least `bytes` long, its blocks allocated (zeros past what was written), so
+  // that stores through map_writable() cannot fail for want of disk.
+  void reserve(uint64_t bytes);
+  // Maps the file's first `bytes` bytes read-write and shared: stores go to the file. The caller
+  // unmaps (munmap) or moves (mremap) the map.
+  void* map_writable(size_t bytes) const;
   // The bytes written so far, mapped; append no more after this.
   MappedBytes map() const;
   // Maps the file read-only and shared over [at, at + bytes), in place of what was mapped there

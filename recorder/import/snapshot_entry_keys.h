@@ -56,7 +56,7 @@ class NodeCache {
   explicit NodeCache(T (*classify)(Value)) : classify_(classify) {}
   T get(Value v) {
     // Fibonacci hashing: ids are input offsets, whose low bits collide too often.
-    Slot& slot = slots_[(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
+    Slot& slot = slots_[static_cast<uint32_t>(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
     if (slot.id != v.id()) slot = {v.id(), classify_(v)};
     return slot.value;
   }
@@ -65,7 +65,7 @@ class NodeCache {
   static constexpr unsigned kSlotBits = 6;
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
   struct Slot {
-    uint32_t id = std::numeric_limits<uint32_t>::max();
+    pickle::Ref id = std::numeric_limits<pickle::Ref>::max();
     T value{};
   };
   std::array<Slot, kSlots> slots_{};

@@ -31,11 +31,11 @@ class SnapshotReader::Impl {
   Impl(const std::string& file, uint64_t input_bytes, const GrowingInput* growing)
       : file_(file), budget_(2 * input_bytes + 4096), budgeted_bytes_(input_bytes), growing_(growing) {}
 
-  void take(uint32_t list_index, const pickle::Tree& tree, std::span<const uint32_t> items) {
+  void take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) {
     tree_ = &tree;
     if (items.empty()) return;
     SnapshotDevice& dev = device(list_index, "device_traces", Value(&tree, items.front()));
-    for (const uint32_t ref : items) read_entry(list_index, dev.spool.size(), Value(&tree, ref), dev);
+    for (const pickle::Ref ref : items) read_entry(list_index, dev.spool.size(), Value(&tree, ref), dev);
   }
 
   SnapshotContent& read(const pickle::Tree& tree) {
@@ -238,7 +238,7 @@ class SnapshotReader::Impl {
 
   // The fields of one trace entry, found in one pass over its pairs.
   struct EntryFields {
-    std::array<uint32_t, kFieldCount> ref;  // value ids by Field, valid where `seen` says
+    std::array<pickle::Ref, kFieldCount> ref;  // value ids by Field, valid where `seen` says
     uint32_t seen = 0;
     bool has(Field f) const { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; }
   };
@@ -411,7 +411,7 @@ class SnapshotReader::Impl {
   const pickle::Tree* tree_ = nullptr;  // while unpickling, the tree being built
   const std::string& file_;
   SnapshotContent c_;
-  std::unordered_map<uint32_t, uint32_t> stack_of_list_;  // frames list id -> local stack
+  std::unordered_map<pickle::Ref, uint32_t> stack_of_list_;  // frames list id -> local stack
   NodeCache<Field> keys_{classify_key};
   // The Field of each key position of the last entry's dict shape (see Value::shape_id).
   struct {
@@ -429,7 +429,7 @@ SnapshotReader::SnapshotReader(const std::string& file, uint64_t input_bytes, co
     : impl_(std::make_unique<Impl>(file, input_bytes, growing)) {}
 SnapshotReader::~SnapshotReader() = default;
 
-void SnapshotReader::take(uint32_t list_index, const pickle::Tree& tree, std::span<const uint32_t> items) {
+void SnapshotReader::take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) {
   impl_->take(list_index, tree, items);
 }
 

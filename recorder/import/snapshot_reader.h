@@ -52,7 +52,7 @@ class SnapshotReader final : public pickle::DeviceTraceSink {
   SnapshotReader(const std::string& file, uint64_t input_bytes, const GrowingInput* growing = nullptr);
   ~SnapshotReader() override;
 
-  void take(uint32_t list_index, const pickle::Tree& tree, std::span<const uint32_t> items) override;
+  void take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) override;
   // Reads the rest of the finished tree; the spools are sealed. The content lives as long as the reader.
   SnapshotContent& read(const pickle::Tree& tree);
 

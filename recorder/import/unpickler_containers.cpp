@@ -1,0 +1,123 @@
+// The unpickler building the Tree's containers (unpickler.h; the layouts are Tree::Container's).
+#include "recorder/import/unpickler.h"
+
+#include <string>
+
+namespace memreplay::pickle {
+
+void Unpickler::append_items(Ref container, size_t from) {
+  const auto count = static_cast<uint32_t>(stack_.size() - from);
+  if (count == 0) return;
+  Tree::Container& c = tree_.containers_[container];
+  if (c.count == 0 && c.kind == Kind::dict) {
+    fill_shaped(c, from, count);
+  } else {
+    if (c.layout == Tree::Layout::shaped) unshape(c);
+    append_run(c, from, count);
+  }
+  stack_.resize(from);
+}
+
+void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
+  const uint32_t pairs = count / 2;
+  auto& keys = tree_.shape_keys_;
+  const Shape* shape = nullptr;
+  for (const Shape& s : recent_shapes_) {
+    if (s.pairs != pairs) continue;
+    uint32_t i = 0;
+    while (i < pairs && keys[s.begin + i] == stack_[from + 2 * i]) ++i;
+    if (i == pairs) {
+      shape = &s;
+      break;
+    }
+  }
+  if (shape == nullptr) {
+    Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
+    check_room(keys.size(), pairs);
+    slot = {static_cast<uint32_t>(keys.size()), pairs};
+    for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
+    shape = &slot;
+  }
+  auto& children = tree_.children_;
+  c.layout = Tree::Layout::shaped;
+  c.extra = shape->begin;
+  c.count = count;
+  if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
+    c.begin = free_values_[pairs].back();
+    free_values_[pairs].pop_back();
+    for (uint32_t i = 0; i < pairs; ++i) children[c.begin + i] = stack_[from + 2 * i + 1];
+    return;
+  }
+  check_room(children.size(), pairs);
+  c.begin = static_cast<uint32_t>(children.size());
+  for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
+}
+
+void Unpickler::unshape(Tree::Container& c) {
+  auto& children = tree_.children_;
+  check_room(children.size(), c.count);
+  const auto begin = static_cast<uint32_t>(children.size());
+  for (uint32_t i = 0; i < c.count / 2; ++i) {
+    const Ref value = children[c.begin + i];
+    children.push_back(tree_.shape_keys_[c.extra + i]);
+    children.push_back(value);
+  }
+  c.layout = Tree::Layout::one_run;
+  c.begin = begin;
+}
+
+void Unpickler::append_run(Tree::Container& c, size_t from, uint32_t count) {
+  auto& segments = tree_.segments_;
+  auto& children = tree_.children_;
+  check_room(children.size(), count);
+  check_room(segments.size(), 2);
+  const auto end = static_cast<uint32_t>(children.size());
+  if (c.count == 0) {
+    c.begin = end;
+  } else if (c.layout == Tree::Layout::one_run) {
+    if (c.begin + c.count != end) {  // another container's items came in between
+      c.layout = Tree::Layout::runs;
+      c.extra = static_cast<uint32_t>(segments.size());
+      segments.push_back({c.begin, c.count, c.extra + 1});
+      segments.push_back({end, 0, Tree::kNoSegment});
+      c.begin = c.extra + 1;
+    }
+  } else if (segments[c.begin].begin + segments[c.begin].count != end) {
+    const auto next = static_cast<uint32_t>(segments.size());
+    segments[c.begin].next = next;
+    segments.push_back({end, 0, Tree::kNoSegment});  // may move `segments`: index, don't hold
+    c.begin = next;
+  }
+  if (c.layout == Tree::Layout::runs) segments[c.begin].count += count;
+  c.count += count;
+  children.insert(children.end(), stack_.data() + from, stack_.data() + stack_.size());
+}
+
+void Unpickler::collapse(Kind kind, size_t from) {
+  if (kind == Kind::dict && (stack_.size() - from) % 2 != 0)
+    fail_here("odd number of stack items for a dict");
+  const Ref c = add_container(kind);
+  append_items(c, from);
+  push(c);
+}
+
+void Unpickler::extend(Kind expected, size_t from) {
+  if (from <= floor() || from > stack_.size()) fail_here("no target object on the stack");
+  const Ref target = stack_[from - 1];
+  const Kind kind = Value(&tree_, target).kind();
+  if (kind != expected || (target & Tree::kScalarBit))
+    fail_here("target is a " + std::string(kind_name(kind)) + ", expected a " +
+              std::string(kind_name(expected)));
+  if (expected == Kind::dict && (stack_.size() - from) % 2 != 0)
+    fail_here("odd number of stack items for a dict");
+  if (streaming_ && expected == Kind::list) {
+    if (pos_ >= next_progress_) report_progress();
+    if (const std::optional<uint32_t> k = streamed_index(target, from - 1)) {
+      hand_over(*k, from);
+      return;
+    }
+  }
+  append_items(target, from);
+}
+
+}  // namespace memreplay::pickle
