@@ -9,6 +9,12 @@
 //                    write(), so a process killed at any moment leaves its whole chunks readable
 //   finish()         the last chunk, then FOOTER record + trailer in one write(), and close
 //
+// With compression_threads N > 0, a full chunk is compressed on a thread of its own while the
+// caller goes on appending; up to N chunks at once, each with a zstd context of its own, and the
+// records are written in chunk order by the caller's thread. zstd's output depends only on the
+// input and the level, so the file is the same byte for byte; a chunk reaches the file when a
+// later chunk needs its place, or on flush() and finish().
+//
 // Errors writing the file throw InputError naming the path; after one the encoder refuses every
 // call but destruction (the file keeps every record written before). Misuse (a call before begin()
 // or after finish(), an invalid event) throws std::logic_error naming the writer's call, e.g.
@@ -16,6 +22,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <span>
@@ -26,8 +34,6 @@
 #include "proto/chunk_encoder.h"
 #include "proto/event.h"
 #include "proto/frame_text.h"
-
-struct ZSTD_CCtx_s;
 
 namespace memreplay {
 
@@ -65,7 +71,10 @@ struct TraceHeaderFields {
 struct TraceEncoderOptions {
   uint32_t events_per_chunk = 65536;  // 1 to kMaxEventsPerChunk
   int zstd_level = 9;
+  uint32_t compression_threads = 0;  // 0: compress on the caller's thread; at most kMaxCompressionThreads
 };
+
+inline constexpr uint32_t kMaxCompressionThreads = 64;
 
 class TraceEncoder {
  public:
@@ -95,9 +104,6 @@ class TraceEncoder {
   bool finished() const { return state_ == State::finished; }
 
  private:
-  struct CCtxDeleter {
-    void operator()(ZSTD_CCtx_s* ctx) const;
-  };
   struct IndexEntry {
     uint64_t offset;
     format::ChunkSummary summary;
@@ -107,7 +113,20 @@ class TraceEncoder {
 
   void require_writing(const char* call) const;
   [[noreturn]] void misuse(const char* call, const std::exception& e) const;
+  struct Compressor;  // a zstd context with its buffers, reused chunk after chunk (trace_encoder.cpp)
+  struct CompressorDeleter {
+    void operator()(Compressor* compressor) const;
+  };
+  struct PendingChunk {
+    std::future<void> done;
+    Compressor* compressor;
+    format::ChunkSummary summary;
+  };
+
   void write_chunk();
+  void write_chunk_record(std::string_view compressed, const format::ChunkSummary& summary);
+  void write_oldest_pending();
+  void write_all_pending();
   std::string encode_footer() const;
   void write_bytes(std::string_view bytes);
 
@@ -117,9 +136,14 @@ class TraceEncoder {
   int fd_ = -1;
   uint64_t offset_ = 0;  // bytes written so far
   State state_ = State::created;
-  std::unique_ptr<ZSTD_CCtx_s, CCtxDeleter> cctx_;
   format::ChunkEncoder chunks_;
-  std::string compressed_;
+  // One with compression on the caller's thread, else compression_threads of them, chunk k
+  // taking compressors_[k % N]: chunk k - N, the last to use it, was written before k starts.
+  std::vector<std::unique_ptr<Compressor, CompressorDeleter>> compressors_;
+  uint64_t chunks_started_ = 0;
+  // Chunks being compressed, in chunk order. Declared after compressors_, so that its futures are
+  // waited for before the compressors they use go away.
+  std::deque<PendingChunk> pending_;
 
   // What the footer sums up.
   std::vector<IndexEntry> index_;

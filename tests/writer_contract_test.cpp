@@ -1,5 +1,6 @@
 // The writer contract: what every .mrt writer guarantees, checked over each of them.
-//   TraceWriter (recorder/import/), atomic (encoding in the caller's thread or its own) and streaming; LiveTraceWriter (recorder/live/).
+//   TraceWriter (recorder/import/), atomic (encoding in the caller's thread or its own, compression on
+//   threads of its own or not) and streaming; LiveTraceWriter (recorder/live/).
 // The live recorders (LiveRecorder, the C++ and C recording APIs) write through LiveTraceWriter:
 // they add buffering and ordering, not another encoding (tests/live_recorder_test.cpp).
 //
@@ -28,6 +29,7 @@
 #include "proto/trace.pb.h"
 #include "proto/trace_reader.h"
 #include "proto/version.h"
+#include "recorder/import/import.h"
 #include "recorder/import/trace_writer.h"
 #include "recorder/live/live_trace_writer.h"
 #include "sample_trace.h"
@@ -85,10 +87,11 @@ struct WriterKind {
 void PrintTo(const WriterKind& kind, std::ostream* os) { *os << kind.name; }
 
 std::unique_ptr<AnyWriter> open_trace_writer(const std::string& path, const proto::TraceHeader& header,
-                                             WriterOptions o, bool atomic, bool background = false) {
+                                             WriterOptions o, bool atomic, bool background = false,
+                                             uint32_t compression_threads = 0) {
   auto w = std::make_unique<Adapter<TraceWriter>>(
       path, TraceWriterOptions{.events_per_chunk = o.events_per_chunk, .zstd_level = o.zstd_level, .atomic = atomic,
-                               .background_encoding = background});
+                               .background_encoding = background, .compression_threads = compression_threads});
   w->writer().begin(header);
   return w;
 }
@@ -97,9 +100,17 @@ const std::vector<WriterKind>& writer_kinds() {
   static const std::vector<WriterKind> kinds = {
       {"TraceWriter", false,
        [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) { return open_trace_writer(p, h, o, true); }},
-      {"TraceWriterBackground", false,  // what `memreplay import` writes with
+      {"TraceWriterBackground", false,
        [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) {
          return open_trace_writer(p, h, o, true, true);
+       }},
+      {"TraceWriterCompressionThreads", false,  // what `memreplay import` writes with
+       [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) {
+         return open_trace_writer(p, h, o, true, true, 3);
+       }},
+      {"TraceWriterStreamingCompressionThreads", false,  // chunks reach the file a few chunks late
+       [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) {
+         return open_trace_writer(p, h, o, false, false, 2);
        }},
       {"TraceWriterStreaming", true,
        [](const std::string& p, const proto::TraceHeader& h, WriterOptions o) { return open_trace_writer(p, h, o, false); }},
@@ -550,6 +561,26 @@ TEST_F(WriterContractAll, EveryWriterWritesTheSameBytes) {
     if (first.empty()) first = bytes;
     EXPECT_EQ(bytes, first);
   }
+}
+
+// What `memreplay import` writes with (compression on threads, several chunks in flight) against
+// the caller's-thread compression, on a real trace of 453,173 events (7 chunks).
+TEST_F(WriterContractAll, ARealImportIsTheSameBytesWithCompressionThreads) {
+  const std::string snapshot = testing::shared_path("traces/gpt2_generate.default.pickle.xz").string();
+  for (const uint32_t threads : {0u, 1u, 3u}) {
+    TraceWriter writer(path("t" + std::to_string(threads) + ".mrt"),
+                       {.background_encoding = true, .compression_threads = threads});
+    import_file(snapshot, writer);
+  }
+  const std::string inline_bytes = read_bytes(path("t0.mrt"));
+  EXPECT_EQ(TraceReader(path("t0.mrt")).footer()->total_events(), 453173u);
+  EXPECT_EQ(read_bytes(path("t1.mrt")), inline_bytes);
+  EXPECT_EQ(read_bytes(path("t3.mrt")), inline_bytes);
+}
+
+TEST_F(WriterContractAll, CompressionThreadsOutOfRangeAreRefused) {
+  EXPECT_THROW(TraceWriter(path("t.mrt"), {.compression_threads = kMaxCompressionThreads + 1}), std::invalid_argument);
+  EXPECT_NO_THROW(TraceWriter(path("t.mrt"), {.compression_threads = kMaxCompressionThreads}));
 }
 
 }  // namespace

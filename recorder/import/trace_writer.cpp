@@ -105,7 +105,7 @@ TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
     : path_(std::move(path)),
       file_path_(file_path_for(path_, options.atomic)),
       atomic_(options.atomic),
-      encoder_("TraceWriter", path_, file_path_, {options.events_per_chunk, options.zstd_level}),
+      encoder_("TraceWriter", path_, file_path_, {options.events_per_chunk, options.zstd_level, options.compression_threads}),
       background_encoding_(options.background_encoding) {
   if (atomic_) temp_guard_.emplace(file_path_);
 }

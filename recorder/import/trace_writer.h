@@ -52,6 +52,8 @@ struct TraceWriterOptions {
   int zstd_level = 3;
   bool atomic = true;
   bool background_encoding = false;
+  // Chunks compressed on up to this many threads at once (TraceEncoderOptions), the same bytes.
+  uint32_t compression_threads = 0;
 };
 
 // Every field of a TraceHeader but the format version (which the encoder sets), as the encoder

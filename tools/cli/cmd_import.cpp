@@ -20,6 +20,10 @@ constexpr const char* kHelp =
     "decoded without ever importing or calling Python code.\n"
     "  memreplay import snapshot.pickle.xz -o run.mrt";
 
+// Enough to keep up with the encoding thread at zstd level 3 (a chunk's compression takes about
+// as long as encoding it); the threads exist only while a chunk is being compressed.
+constexpr uint32_t kCompressionThreads = 3;
+
 struct ImportOptions {
   std::string input;
   std::string output;
@@ -29,7 +33,8 @@ struct ImportOptions {
 void import(const ImportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (stderr_is_terminal()) std::cerr << "importing " << options.input << "...\n";
-  TraceWriter writer(options.output, {.background_encoding = true});  // encoding overlaps the reading
+  // Encoding overlaps the reading; once the reading is done, the chunks' zstd overlaps the encoding.
+  TraceWriter writer(options.output, {.background_encoding = true, .compression_threads = kCompressionThreads});
   import_file(options.input, writer);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.json != "-")
