@@ -71,7 +71,7 @@ std::optional<uint64_t> SimAsyncPool::allocate(uint64_t bytes, StreamId stream, 
     address = take_best_fit(span, stream);
     if (!address) throw std::logic_error("SimAsyncPool: the pool grew but does not hold the allocation");
   }
-  live_.emplace(*address, LiveAlloc{span, bytes});
+  live_.emplace(*address, LiveAlloc{span, bytes, stream});
   used_ += bytes;
   return address;
 }
@@ -98,16 +98,17 @@ bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   return true;
 }
 
-void SimAsyncPool::free(uint64_t address, StreamId stream) {
+bool SimAsyncPool::free(uint64_t address) {
   const auto it = live_.find(address);
-  if (it == live_.end()) throw std::logic_error("SimAsyncPool::free of an address it never handed out");
+  if (it == live_.end()) return false;
   const LiveAlloc alloc = it->second;
   live_.erase(it);
   used_ -= alloc.requested;
   // With opportunistic or internal-dependency reuse, other streams may take it at once (no GPU
-  // work is pending in a replay); otherwise only `stream`, until a dependency or a sync.
+  // work is pending in a replay); otherwise only its stream, until a dependency or a sync.
   const bool shared = config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies;
-  insert_free(address, address + alloc.span, shared ? kAnyStream : stream, ++seq_);
+  insert_free(address, address + alloc.span, shared ? kAnyStream : alloc.stream, ++seq_);
+  return true;
 }
 
 void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
@@ -150,6 +151,12 @@ std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
     else
       ranges.emplace_back(chunk, chunk + kChunkBytes);
   }
+  return ranges;
+}
+
+std::vector<SimAsyncPool::FreeRangeView> SimAsyncPool::free_ranges() const {
+  std::vector<FreeRangeView> ranges;
+  for (const auto& [end, range] : free_) ranges.push_back({range->address, end, range->stream});
   return ranges;
 }
 

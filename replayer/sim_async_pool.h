@@ -19,7 +19,8 @@
 //   [a1][a2 ][free   ][a3                    ][free         ]
 //                                              ^ a request that fits nowhere extends this range
 //
-// Streams. Memory freed on stream S is reusable by S at once. Another stream may reuse it when
+// Streams. A block is freed on the stream it was allocated on (cudaFreeAsync there, as PyTorch's
+// backend does). Memory freed on stream S is reusable by S at once. Another stream may reuse it when
 //   - reuse_allow_opportunistic or reuse_allow_internal_dependencies is set: a replay launches no
 //     GPU work, so every free has completed (or can be waited for) by the next allocation; or
 //   - reuse_follow_event_dependencies is set and some stream waited on an event recorded on S
@@ -70,8 +71,9 @@ class SimAsyncPool {
   // cudaMallocFromPoolAsync: nullopt when no free range fits and growing the pool would take
   // more than `growth_room` bytes.
   std::optional<uint64_t> allocate(uint64_t bytes, StreamId stream, uint64_t growth_room);
-  // cudaFreeAsync on `stream`; throws std::logic_error for an address it never handed out.
-  void free(uint64_t address, StreamId stream);
+  // cudaFreeAsync, on the stream the block was allocated on: false, with nothing freed, for an
+  // address that is not a live allocation of this pool.
+  bool free(uint64_t address);
   // cudaEventRecord / cudaStreamWaitEvent of the trace's event `event_id`.
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait);
   // Device synchronize: every free completes; chunks above the release threshold go back.
@@ -88,9 +90,17 @@ class SimAsyncPool {
   // The pool's mapped address ranges [start, end), sorted: what it holds physically.
   std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
 
- private:
   // Who may reuse a free range: one stream, or every stream.
   static constexpr StreamId kAnyStream = ~StreamId{0};
+  struct FreeRangeView {
+    uint64_t start, end;
+    StreamId owner;  // kAnyStream, or the only stream that may reuse it yet
+    friend bool operator==(const FreeRangeView&, const FreeRangeView&) = default;
+  };
+  // Its free ranges in address order (for tests: no two of one owner touch).
+  std::vector<FreeRangeView> free_ranges() const;
+
+ private:
 
   // A free range: a node with a stable address (pooled), in the by-end map and the size index.
   struct FreeRange {
@@ -105,6 +115,7 @@ class SimAsyncPool {
   struct LiveAlloc {
     uint64_t span;       // aligned bytes taken
     uint64_t requested;  // bytes asked for (UsedMem)
+    StreamId stream;     // allocated on, and freed on
   };
   // Size index of the free ranges (sim_async_pool_index.h): size bins, a B-tree past 1024 ranges.
   using SizeIndex = SimAsyncPoolIndex<FreeRange>;

@@ -169,10 +169,11 @@ std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId st
   return address;
 }
 
-void SimDevice::pool_free_async(uint64_t address, StreamId stream) {
-  pool_.free(address, stream);
+bool SimDevice::pool_free_async(uint64_t address) {
+  if (!pool_.free(address)) return false;
   ++counters_.pool_free_calls;
   update_pool_counters();
+  return true;
 }
 
 void SimDevice::pool_trim(uint64_t keep_bytes) {

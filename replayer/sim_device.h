@@ -51,7 +51,7 @@ class SimDevice final : public Device {
 
   bool configure_pool(const PoolConfig& config) override;
   std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) override;
-  void pool_free_async(uint64_t address, StreamId stream) override;
+  bool pool_free_async(uint64_t address) override;
   void pool_trim(uint64_t keep_bytes) override;
   void synchronize() override;
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
