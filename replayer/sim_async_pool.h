@@ -36,21 +36,25 @@
 //
 // Capacity. Growth fails (an OOM the policy sees) when the new chunks do not fit in the room the
 // device leaves; the pool neither trims nor retries by itself.
+//
+// Representation: allocations and free ranges are pieces in address order
+// (sim_async_pool_pieces.h), so a freed block merges with its neighbours through two links; the
+// free ones are also in a size index for best fit (sim_async_pool_index.h); one map finds a live
+// allocation by address. Invariant: no two free ranges of one owner touch (they are one range).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
-#include <tuple>
 #include <utility>
 #include <vector>
 
-#include <absl/container/btree_map.h>
 #include <absl/container/btree_set.h>
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/address_map.h"
 #include "policies/device.h"
 #include "replayer/sim_async_pool_index.h"
+#include "replayer/sim_async_pool_pieces.h"
 
 namespace memreplay {
 
@@ -101,52 +105,28 @@ class SimAsyncPool {
   std::vector<FreeRangeView> free_ranges() const;
 
  private:
+  using Piece = SimAsyncPoolPiece;
 
-  // A free range: a node with a stable address (pooled), in the by-end map and the size index.
-  struct FreeRange {
-    StreamId stream;    // owner: kAnyStream, or the only stream that may reuse it yet
-    uint64_t size;      // end - address
-    uint64_t address;   // start
-    uint64_t free_seq;  // when it was freed (for event dependencies)
-    FreeRange* free_prev = nullptr;  // FreeBlockSet's links
-    FreeRange* free_next = nullptr;
-    uint64_t end() const { return address + size; }
-  };
-  struct LiveAlloc {
-    uint64_t span;       // aligned bytes taken
-    uint64_t requested;  // bytes asked for (UsedMem)
-    StreamId stream;     // allocated on, and freed on
-  };
-  // Size index of the free ranges (sim_async_pool_index.h): size bins, a B-tree past 1024 ranges.
-  using SizeIndex = SimAsyncPoolIndex<FreeRange>;
-  // Keyed by END: taking a range's front and merging a freed block into the range after it (the
-  // common cases) change a range in place, without a B-tree erase and insert.
-  using FreeRanges = absl::btree_map<uint64_t, FreeRange*>;  // end -> range
-
-  std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
+  Piece* best_fit(uint64_t span, StreamId stream) const;
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
-  void insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq);  // merges with compatible neighbours
-  void erase_free(FreeRanges::iterator it);
-  void add_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq,
-                FreeRanges::const_iterator hint);  // a new node, no merging
-  FreeRange* new_range();
-  void recycle(FreeRange* range) {
-    if (range->stream != kAnyStream) --owned_ranges_;
-    spare_ranges_.push_back(range);
-  }
-  void share_all_free();  // every free range becomes reusable by every stream
+  // `piece` is free, in no index: it joins the touching free ranges of its owner, or the index.
+  void merge_free(Piece* piece);
+  // A free range's new bounds (and free_seq), kept in the size index.
+  void reshape(Piece* range, uint64_t start, uint64_t end, uint64_t free_seq);
+  void remove_free(Piece* range);  // out of the index and the pieces
+  void share(Piece* range);        // reusable by every stream from now on
+  void share_all_free();
+  std::vector<Piece*> stream_owned_ranges() const;  // the free ranges not yet every stream's
   void release_free_chunks(uint64_t keep_bytes);
 
   PoolConfig config_;
   uint64_t base_;
-  uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
+  uint64_t end_;                       // one past the highest chunk ever mapped: the pool grows here
   absl::btree_set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
-  FreeRanges free_;
-  SizeIndex by_size_;
-  std::deque<FreeRange> range_storage_;   // every node ever made (stable addresses)
-  std::vector<FreeRange*> spare_ranges_;  // nodes not in use
-  uint64_t owned_ranges_ = 0;             // free ranges only one stream may reuse yet (often none)
-  absl::flat_hash_map<uint64_t, LiveAlloc> live_;
+  SimAsyncPoolPieces pieces_;
+  SimAsyncPoolIndex<Piece> by_size_;   // the free pieces
+  detail::AddressMap<Piece*> live_;    // the live pieces by address
+  uint64_t owned_ranges_ = 0;          // free ranges only one stream may reuse yet (often none)
   absl::flat_hash_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
   uint64_t seq_ = 0;
   uint64_t reserved_ = 0;

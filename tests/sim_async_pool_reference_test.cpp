@@ -170,7 +170,9 @@ std::set<uint64_t> chunk_starts(const SimAsyncPool& pool) {
   return starts;
 }
 
-void run_against_reference(PoolConfig config, uint64_t seed) {
+// `crowded`: first 1,200 free ranges of 512 bytes between live ones, so that the walk runs on the
+// size index's B-tree (past 1024 ranges) instead of its bins.
+void run_against_reference(PoolConfig config, uint64_t seed, bool crowded = false) {
   constexpr uint64_t kBase = 1ull << 40;
   constexpr uint64_t kCapacity = 24 * kChunk;
   SimAsyncPool pool(kBase);
@@ -179,6 +181,20 @@ void run_against_reference(PoolConfig config, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> live, freed;
   uint64_t ooms = 0, frees = 0, refused_frees = 0;
+  if (crowded) {
+    for (int i = 0; i < 2400; ++i) {
+      const auto got = pool.allocate(512, 0, kCapacity);
+      ASSERT_EQ(got, reference.allocate(512, 0, kCapacity));
+      live.push_back(*got);
+    }
+    for (size_t i = 0; i < live.size(); i += 2) {
+      ASSERT_TRUE(pool.free(live[i]));
+      ASSERT_TRUE(reference.free(live[i]));
+      freed.push_back(live[i]);
+    }
+    std::erase_if(live, [&](uint64_t a) { return std::find(freed.begin(), freed.end(), a) != freed.end(); });
+    ASSERT_FALSE(pool.size_index_binned());
+  }
   for (int step = 0; step < 6000; ++step) {
     const uint64_t dice = rng() % 100;
     const StreamId stream = rng() % 3;
@@ -258,6 +274,14 @@ TEST(SimAsyncPoolReference, EventDependenciesOnlyMatchTheReference) {
   config.reuse_allow_opportunistic = false;
   config.reuse_allow_internal_dependencies = false;
   run_against_reference(config, 5);
+}
+
+TEST(SimAsyncPoolReference, SizeIndexInItsBTreeMatchesTheReference) {
+  run_against_reference(PoolConfig{}, 6, true);
+  PoolConfig config;
+  config.reuse_allow_opportunistic = false;
+  config.reuse_allow_internal_dependencies = false;
+  run_against_reference(config, 7, true);
 }
 
 // The size bins' weak case: tens of thousands of free ranges of one size class in one owner,
