@@ -2,7 +2,8 @@
 // hands every request straight to the driver's stream-ordered pool:
 //   allocate(n, stream) -> pool_malloc_async(n, stream) on a dedicated pool; no rounding, no
 //                          splitting, no caching of our own, no retry: a failure is an OOM.
-//   free(address)       -> pool_free_async on the stream the block was allocated on.
+//   free(address)       -> pool_free_async, on the stream the block was allocated on (the
+//                          device keeps that, with its live allocations: no map here).
 //   empty_cache()       -> synchronize + cudaMemPoolTrimTo(pool, 0).
 //   stream events       -> forwarded: the pool follows event dependencies for cross-stream reuse.
 // The pool's reserved/used high-water marks (ReservedMemHigh / UsedMemHigh, what PyTorch reports
@@ -22,8 +23,6 @@
 // may hold). PyTorch's own check for this backend, used + n > limit, is weaker and implied by it.
 #include <string>
 
-#include <absl/container/flat_hash_map.h>
-
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
 
@@ -38,19 +37,13 @@ class CudaAsyncPolicy final : public Policy {
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     const auto address = device_.pool_malloc_async(bytes, stream);
     if (!address) return std::nullopt;
-    streams_[*address] = stream;
     // The pool hands out exactly what was asked for (UsedMem counts requested bytes).
     return Block{*address, bytes};
   }
 
-  // Freed on its allocation stream, as CUDAMallocAsyncAllocator does, whichever stream frees it.
-  bool do_free(uint64_t address, StreamId) override {
-    const auto it = streams_.find(address);
-    if (it == streams_.end()) return false;
-    device_.pool_free_async(address, it->second);
-    streams_.erase(it);
-    return true;
-  }
+  // Freed on its allocation stream, as CUDAMallocAsyncAllocator does, whichever stream frees it;
+  // false for an address the pool does not hold live.
+  bool do_free(uint64_t address, StreamId) override { return device_.pool_free_async(address); }
 
   void do_empty_cache() override { device_.pool_trim(0); }
 
@@ -65,7 +58,6 @@ class CudaAsyncPolicy final : public Policy {
   }
 
   Device& device_;
-  absl::flat_hash_map<uint64_t, StreamId> streams_;  // live block -> stream it was allocated on
 };
 
 PoolConfig parse_options(std::string_view text) {

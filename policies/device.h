@@ -107,8 +107,14 @@ class Device {
     (void)bytes, (void)stream;
     return std::nullopt;
   }
-  // cudaFreeAsync on `stream` of an address pool_malloc_async returned.
-  virtual void pool_free_async(uint64_t address, StreamId stream) { (void)address, (void)stream; }
+  // cudaFreeAsync of an address pool_malloc_async returned, on the stream it was allocated on (as
+  // PyTorch's backend frees, whichever stream frees it): the device knows each live pool
+  // allocation, so a policy keeps no map of its own. False, with nothing freed, for an address
+  // that is not a live pool allocation (the policy's contract check).
+  virtual bool pool_free_async(uint64_t address) {
+    (void)address;
+    return false;
+  }
   // Synchronize the device, then cudaMemPoolTrimTo(pool, keep_bytes).
   virtual void pool_trim(uint64_t keep_bytes) { (void)keep_bytes; }
   // cudaDeviceSynchronize: every stream-ordered free has completed afterwards, and the pool

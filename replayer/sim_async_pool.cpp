@@ -65,15 +65,40 @@ SimAsyncPool::SimAsyncPool(uint64_t base_address) : base_(base_address), end_(ba
 std::optional<uint64_t> SimAsyncPool::allocate(uint64_t bytes, StreamId stream, uint64_t growth_room) {
   const uint64_t span = bytes >= kLargeRequestBytes ? round_up(bytes, kLargeRounding)
                                                     : round_up(std::max<uint64_t>(bytes, 1), kAlignment);
-  auto address = take_best_fit(span, stream);
-  if (!address) {
+  Piece* range = best_fit(span, stream);
+  if (range == nullptr) [[unlikely]] {
     if (!grow(span, stream, growth_room)) return std::nullopt;
-    address = take_best_fit(span, stream);
-    if (!address) throw std::logic_error("SimAsyncPool: the pool grew but does not hold the allocation");
+    range = best_fit(span, stream);
+    if (range == nullptr) throw std::logic_error("SimAsyncPool: the pool grew but does not hold the allocation");
   }
-  live_.emplace(*address, LiveAlloc{span, bytes});
+  // The allocation takes the range's front: the whole range, or a new piece before what is left.
+  Piece* taken = range;
+  if (range->size == span) {
+    by_size_.erase(range);
+    if (range->stream != kAnyStream) --owned_ranges_;
+  } else {
+    taken = pieces_.insert_before(range);
+    taken->address = range->address;
+    taken->size = span;
+    reshape(range, range->address + span, range->end(), range->free_seq);
+  }
+  taken->is_free = false;
+  taken->stream = stream;
+  taken->requested = bytes;
+  *live_.try_emplace(taken->address).first = taken;
   used_ += bytes;
-  return address;
+  return taken->address;
+}
+
+SimAsyncPool::Piece* SimAsyncPool::best_fit(uint64_t span, StreamId stream) const {
+  // The best of the ranges every stream may use and those only this stream may use.
+  Piece* best = by_size_.best_fit(kAnyStream, span);
+  if (stream != kAnyStream && owned_ranges_ != 0) [[unlikely]] {
+    Piece* own = by_size_.best_fit(stream, span);
+    if (own != nullptr && (best == nullptr || std::pair(own->size, own->address) < std::pair(best->size, best->address)))
+      best = own;
+  }
+  return best;
 }
 
 bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
@@ -81,33 +106,92 @@ bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   // use it) grows with them, so that only the shortfall is new memory.
   uint64_t tail = 0;
   StreamId owner = kAnyStream;
-  if (!free_.empty()) {
-    const auto last = std::prev(free_.end());
-    if (last->first == end_ && (last->second->stream == kAnyStream || last->second->stream == stream)) {
-      tail = last->second->size;
-      owner = last->second->stream;
-    }
+  if (const Piece* last = pieces_.last();
+      last != nullptr && last->is_free && last->end() == end_ && (last->stream == kAnyStream || last->stream == stream)) {
+    tail = last->size;
+    owner = last->stream;
   }
   const uint64_t bytes = round_up(span - tail, kChunkBytes);
   if (bytes > growth_room) return false;
   for (uint64_t chunk = end_; chunk < end_ + bytes; chunk += kChunkBytes) chunks_.insert(chunk);
-  insert_free(end_, end_ + bytes, owner, 0);
+  Piece* fresh = pieces_.insert_before(nullptr);
+  fresh->address = end_;
+  fresh->size = bytes;
+  fresh->stream = owner;
+  fresh->is_free = true;
+  if (owner != kAnyStream) ++owned_ranges_;
+  merge_free(fresh);
   end_ += bytes;
   reserved_ += bytes;
   ++grow_count_;
   return true;
 }
 
-void SimAsyncPool::free(uint64_t address, StreamId stream) {
-  const auto it = live_.find(address);
-  if (it == live_.end()) throw std::logic_error("SimAsyncPool::free of an address it never handed out");
-  const LiveAlloc alloc = it->second;
-  live_.erase(it);
-  used_ -= alloc.requested;
+bool SimAsyncPool::free(uint64_t address) {
+  const std::optional<Piece*> taken = live_.take(address);
+  if (!taken) return false;
+  Piece* piece = *taken;
+  used_ -= piece->requested;
   // With opportunistic or internal-dependency reuse, other streams may take it at once (no GPU
-  // work is pending in a replay); otherwise only `stream`, until a dependency or a sync.
-  const bool shared = config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies;
-  insert_free(address, address + alloc.span, shared ? kAnyStream : stream, ++seq_);
+  // work is pending in a replay); otherwise only its stream, until a dependency or a sync.
+  if (config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies)
+    piece->stream = kAnyStream;
+  else
+    ++owned_ranges_;
+  piece->is_free = true;
+  piece->requested = 0;
+  piece->free_seq = ++seq_;
+  merge_free(piece);
+  return true;
+}
+
+void SimAsyncPool::merge_free(Piece* piece) {
+  Piece* before = piece->prev;
+  Piece* after = piece->next;
+  const bool joins_before = before != nullptr && before->is_free && before->stream == piece->stream && before->touches(*piece);
+  const bool joins_after = after != nullptr && after->is_free && after->stream == piece->stream && piece->touches(*after);
+  if (!joins_before && !joins_after) {
+    by_size_.insert(piece);
+    return;
+  }
+  // A neighbour already in the index takes the union; `piece` (in no index) goes.
+  uint64_t start = piece->address;
+  uint64_t end = piece->end();
+  uint64_t free_seq = piece->free_seq;
+  if (joins_before) {
+    start = before->address;
+    free_seq = std::max(free_seq, before->free_seq);
+  }
+  if (joins_after) {
+    end = after->end();
+    free_seq = std::max(free_seq, after->free_seq);
+  }
+  Piece* kept = joins_after ? after : before;
+  if (joins_after && joins_before) remove_free(before);
+  if (piece->stream != kAnyStream) --owned_ranges_;
+  pieces_.remove(piece);
+  reshape(kept, start, end, free_seq);
+}
+
+void SimAsyncPool::reshape(Piece* range, uint64_t start, uint64_t end, uint64_t free_seq) {
+  by_size_.erase(range);
+  range->address = start;
+  range->size = end - start;
+  range->free_seq = free_seq;
+  by_size_.insert(range);
+}
+
+void SimAsyncPool::remove_free(Piece* range) {
+  by_size_.erase(range);
+  if (range->stream != kAnyStream) --owned_ranges_;
+  pieces_.remove(range);
+}
+
+void SimAsyncPool::share(Piece* range) {
+  by_size_.erase(range);
+  --owned_ranges_;
+  range->stream = kAnyStream;
+  merge_free(range);
 }
 
 void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
@@ -119,17 +203,10 @@ void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait
   if (event == events_.end() || !config_.reuse_follow_event_dependencies) return;
   const auto [source, seq] = event->second;
   if (source == stream) return;
-  // Ranges `source` freed before the record are now ordered before `stream`'s work.
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (start, end)
-  for (const auto& [end, range] : free_)
-    if (range->stream == source && range->free_seq <= seq) ranges.emplace_back(range->address, end);
-  for (const auto& [start, end] : ranges) {
-    const auto it = free_.find(end);
-    if (it == free_.end() || it->second->address != start) continue;  // merged meanwhile
-    const uint64_t free_seq = it->second->free_seq;
-    erase_free(it);
-    insert_free(start, end, kAnyStream, free_seq);
-  }
+  // Ranges `source` freed before the record are now ordered before `stream`'s work. Sharing one
+  // merges it only with ranges every stream may use, never with another of `source`'s.
+  for (Piece* range : stream_owned_ranges())
+    if (range->stream == source && range->free_seq <= seq) share(range);
 }
 
 void SimAsyncPool::synchronize() {
@@ -153,127 +230,58 @@ std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
   return ranges;
 }
 
-std::optional<uint64_t> SimAsyncPool::take_best_fit(uint64_t span, StreamId stream) {
-  // The best of the ranges every stream may use and those only this stream may use.
-  FreeRange* best = nullptr;
-  const auto consider = [&](StreamId owner) {
-    FreeRange* fit = by_size_.best_fit(owner, span);
-    if (fit == nullptr) return;
-    if (best == nullptr || std::pair(fit->size, fit->address) < std::pair(best->size, best->address)) best = fit;
-  };
-  consider(kAnyStream);
-  if (stream != kAnyStream && owned_ranges_ != 0) consider(stream);
-  if (best == nullptr) return std::nullopt;
-  const uint64_t start = best->address;
-  by_size_.erase(best);
-  if (best->size == span) {
-    free_.erase(best->end());
-    recycle(best);
-  } else {
-    // The remainder keeps its owner and end (its key); its neighbours were already apart from it.
-    best->address += span;
-    best->size -= span;
-    by_size_.insert(best);
-  }
-  return start;
+std::vector<SimAsyncPool::FreeRangeView> SimAsyncPool::free_ranges() const {
+  std::vector<FreeRangeView> ranges;
+  for (const Piece* piece = pieces_.first(); piece != nullptr; piece = piece->next)
+    if (piece->is_free) ranges.push_back({piece->address, piece->end(), piece->stream});
+  return ranges;
 }
 
-void SimAsyncPool::insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq) {
-  // The range after [start, end) is the first to end past it; the one before ends at or below start.
-  const auto next = free_.upper_bound(end);
-  const bool joins_next = next != free_.end() && next->second->address == end && next->second->stream == owner;
-  const auto prev = next == free_.begin() ? free_.end() : std::prev(next);
-  const bool joins_prev = prev != free_.end() && prev->first == start && prev->second->stream == owner;
-  if (joins_prev) {
-    FreeRange* before = prev->second;
-    start = before->address;
-    free_seq = std::max(free_seq, before->free_seq);
-    by_size_.erase(before);
-  }
-  if (joins_next) {
-    FreeRange* after = next->second;
-    by_size_.erase(after);
-    after->size = after->end() - start;
-    after->address = start;
-    after->free_seq = std::max(free_seq, after->free_seq);
-    by_size_.insert(after);
-    if (joins_prev) {
-      recycle(prev->second);
-      free_.erase(prev);  // last: erasing invalidates `next`
-    }
-    return;
-  }
-  if (joins_prev) {
-    // Keyed by end: a range merged into the one before takes that one's node with a new key.
-    FreeRange* merged = prev->second;
-    const auto hint = free_.erase(prev);
-    merged->size = end - start;
-    merged->free_seq = free_seq;
-    free_.emplace_hint(hint, end, merged);
-    by_size_.insert(merged);
-    return;
-  }
-  add_free(start, end, owner, free_seq, next);
-}
-
-void SimAsyncPool::add_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq,
-                            FreeRanges::const_iterator hint) {
-  FreeRange* range = new_range();
-  range->stream = owner;
-  range->size = end - start;
-  range->address = start;
-  range->free_seq = free_seq;
-  if (owner != kAnyStream) ++owned_ranges_;
-  free_.emplace_hint(hint, end, range);
-  by_size_.insert(range);
-}
-
-SimAsyncPool::FreeRange* SimAsyncPool::new_range() {
-  if (spare_ranges_.empty()) return &range_storage_.emplace_back();
-  FreeRange* range = spare_ranges_.back();
-  spare_ranges_.pop_back();
-  return range;
-}
-
-void SimAsyncPool::erase_free(FreeRanges::iterator it) {
-  by_size_.erase(it->second);
-  recycle(it->second);
-  free_.erase(it);
+std::vector<SimAsyncPool::Piece*> SimAsyncPool::stream_owned_ranges() const {
+  std::vector<Piece*> owned;
+  if (owned_ranges_ == 0) return owned;
+  owned.reserve(owned_ranges_);
+  by_size_.for_each([&](Piece* range) {
+    if (range->stream != kAnyStream) owned.push_back(range);
+  });
+  return owned;
 }
 
 void SimAsyncPool::share_all_free() {
-  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> ranges;  // (start, end, free_seq)
-  ranges.reserve(free_.size());
-  for (const auto& [end, range] : free_) {
-    ranges.emplace_back(range->address, end, range->free_seq);
-    by_size_.erase(range);
-    recycle(range);
-  }
-  free_.clear();
-  for (const auto& [start, end, free_seq] : ranges) insert_free(start, end, kAnyStream, free_seq);
+  for (Piece* range : stream_owned_ranges()) share(range);
 }
 
 void SimAsyncPool::release_free_chunks(uint64_t keep_bytes) {
-  // Chunks that lie wholly inside a free range, highest address first.
-  std::vector<uint64_t> candidates;
-  for (const auto& [end, range] : free_)
-    for (uint64_t chunk = base_ + round_up(range->address - base_, kChunkBytes); chunk + kChunkBytes <= end;
-         chunk += kChunkBytes)
-      candidates.push_back(chunk);
-  std::sort(candidates.rbegin(), candidates.rend());
-  for (const uint64_t chunk : candidates) {
-    if (reserved_ <= keep_bytes) break;
-    // Cut [chunk, chunk + kChunkBytes) out of the free range that holds it: the first to end past it.
-    const auto it = free_.upper_bound(chunk);
-    const uint64_t end = it->first;
-    const uint64_t start = it->second->address;
-    const StreamId owner = it->second->stream;
-    const uint64_t free_seq = it->second->free_seq;
-    erase_free(it);
-    if (start < chunk) add_free(start, chunk, owner, free_seq, free_.end());
-    if (chunk + kChunkBytes < end) add_free(chunk + kChunkBytes, end, owner, free_seq, free_.end());
-    chunks_.erase(chunk);
-    reserved_ -= kChunkBytes;
+  // Chunks that lie wholly inside a free range, highest address first: the ranges from the
+  // highest down, and in each its chunks from the top.
+  std::vector<Piece*> ranges;
+  by_size_.for_each([&](Piece* range) { ranges.push_back(range); });
+  std::sort(ranges.begin(), ranges.end(), [](const Piece* a, const Piece* b) { return a->address > b->address; });
+  for (Piece* range : ranges) {
+    const uint64_t lowest = base_ + round_up(range->address - base_, kChunkBytes);
+    for (uint64_t top = base_ + (range->end() - base_) / kChunkBytes * kChunkBytes; top >= lowest + kChunkBytes;
+         top -= kChunkBytes) {
+      if (reserved_ <= keep_bytes) return;
+      // Cut [chunk, top) out of the range: what lies above it becomes a piece of its own.
+      const uint64_t chunk = top - kChunkBytes;
+      if (top < range->end()) {
+        Piece* above = pieces_.insert_after(range);
+        above->address = top;
+        above->size = range->end() - top;
+        above->stream = range->stream;
+        above->free_seq = range->free_seq;
+        above->is_free = true;
+        if (above->stream != kAnyStream) ++owned_ranges_;
+        by_size_.insert(above);
+      }
+      chunks_.erase(chunk);
+      reserved_ -= kChunkBytes;
+      if (range->address == chunk) {
+        remove_free(range);
+        break;
+      }
+      reshape(range, range->address, chunk, range->free_seq);
+    }
   }
 }
 

@@ -19,7 +19,8 @@
 //   [a1][a2 ][free   ][a3                    ][free         ]
 //                                              ^ a request that fits nowhere extends this range
 //
-// Streams. Memory freed on stream S is reusable by S at once. Another stream may reuse it when
+// Streams. A block is freed on the stream it was allocated on (cudaFreeAsync there, as PyTorch's
+// backend does). Memory freed on stream S is reusable by S at once. Another stream may reuse it when
 //   - reuse_allow_opportunistic or reuse_allow_internal_dependencies is set: a replay launches no
 //     GPU work, so every free has completed (or can be waited for) by the next allocation; or
 //   - reuse_follow_event_dependencies is set and some stream waited on an event recorded on S
@@ -35,21 +36,25 @@
 //
 // Capacity. Growth fails (an OOM the policy sees) when the new chunks do not fit in the room the
 // device leaves; the pool neither trims nor retries by itself.
+//
+// Representation: allocations and free ranges are pieces in address order
+// (sim_async_pool_pieces.h), so a freed block merges with its neighbours through two links; the
+// free ones are also in a size index for best fit (sim_async_pool_index.h); one map finds a live
+// allocation by address. Invariant: no two free ranges of one owner touch (they are one range).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
-#include <tuple>
 #include <utility>
 #include <vector>
 
-#include <absl/container/btree_map.h>
 #include <absl/container/btree_set.h>
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/address_map.h"
 #include "policies/device.h"
 #include "replayer/sim_async_pool_index.h"
+#include "replayer/sim_async_pool_pieces.h"
 
 namespace memreplay {
 
@@ -70,8 +75,9 @@ class SimAsyncPool {
   // cudaMallocFromPoolAsync: nullopt when no free range fits and growing the pool would take
   // more than `growth_room` bytes.
   std::optional<uint64_t> allocate(uint64_t bytes, StreamId stream, uint64_t growth_room);
-  // cudaFreeAsync on `stream`; throws std::logic_error for an address it never handed out.
-  void free(uint64_t address, StreamId stream);
+  // cudaFreeAsync, on the stream the block was allocated on: false, with nothing freed, for an
+  // address that is not a live allocation of this pool.
+  bool free(uint64_t address);
   // cudaEventRecord / cudaStreamWaitEvent of the trace's event `event_id`.
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait);
   // Device synchronize: every free completes; chunks above the release threshold go back.
@@ -88,54 +94,39 @@ class SimAsyncPool {
   // The pool's mapped address ranges [start, end), sorted: what it holds physically.
   std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
 
- private:
   // Who may reuse a free range: one stream, or every stream.
   static constexpr StreamId kAnyStream = ~StreamId{0};
-
-  // A free range: a node with a stable address (pooled), in the by-end map and the size index.
-  struct FreeRange {
-    StreamId stream;    // owner: kAnyStream, or the only stream that may reuse it yet
-    uint64_t size;      // end - address
-    uint64_t address;   // start
-    uint64_t free_seq;  // when it was freed (for event dependencies)
-    FreeRange* free_prev = nullptr;  // FreeBlockSet's links
-    FreeRange* free_next = nullptr;
-    uint64_t end() const { return address + size; }
+  struct FreeRangeView {
+    uint64_t start, end;
+    StreamId owner;  // kAnyStream, or the only stream that may reuse it yet
+    friend bool operator==(const FreeRangeView&, const FreeRangeView&) = default;
   };
-  struct LiveAlloc {
-    uint64_t span;       // aligned bytes taken
-    uint64_t requested;  // bytes asked for (UsedMem)
-  };
-  // Size index of the free ranges (sim_async_pool_index.h): size bins, a B-tree past 1024 ranges.
-  using SizeIndex = SimAsyncPoolIndex<FreeRange>;
-  // Keyed by END: taking a range's front and merging a freed block into the range after it (the
-  // common cases) change a range in place, without a B-tree erase and insert.
-  using FreeRanges = absl::btree_map<uint64_t, FreeRange*>;  // end -> range
+  // Its free ranges in address order (for tests: no two of one owner touch).
+  std::vector<FreeRangeView> free_ranges() const;
 
-  std::optional<uint64_t> take_best_fit(uint64_t span, StreamId stream);
+ private:
+  using Piece = SimAsyncPoolPiece;
+
+  Piece* best_fit(uint64_t span, StreamId stream) const;
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
-  void insert_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq);  // merges with compatible neighbours
-  void erase_free(FreeRanges::iterator it);
-  void add_free(uint64_t start, uint64_t end, StreamId owner, uint64_t free_seq,
-                FreeRanges::const_iterator hint);  // a new node, no merging
-  FreeRange* new_range();
-  void recycle(FreeRange* range) {
-    if (range->stream != kAnyStream) --owned_ranges_;
-    spare_ranges_.push_back(range);
-  }
-  void share_all_free();  // every free range becomes reusable by every stream
+  // `piece` is free, in no index: it joins the touching free ranges of its owner, or the index.
+  void merge_free(Piece* piece);
+  // A free range's new bounds (and free_seq), kept in the size index.
+  void reshape(Piece* range, uint64_t start, uint64_t end, uint64_t free_seq);
+  void remove_free(Piece* range);  // out of the index and the pieces
+  void share(Piece* range);        // reusable by every stream from now on
+  void share_all_free();
+  std::vector<Piece*> stream_owned_ranges() const;  // the free ranges not yet every stream's
   void release_free_chunks(uint64_t keep_bytes);
 
   PoolConfig config_;
   uint64_t base_;
-  uint64_t end_;                // one past the highest chunk ever mapped: the pool grows here
+  uint64_t end_;                       // one past the highest chunk ever mapped: the pool grows here
   absl::btree_set<uint64_t> chunks_;   // mapped chunks (kChunkBytes each) by start address
-  FreeRanges free_;
-  SizeIndex by_size_;
-  std::deque<FreeRange> range_storage_;   // every node ever made (stable addresses)
-  std::vector<FreeRange*> spare_ranges_;  // nodes not in use
-  uint64_t owned_ranges_ = 0;             // free ranges only one stream may reuse yet (often none)
-  absl::flat_hash_map<uint64_t, LiveAlloc> live_;
+  SimAsyncPoolPieces pieces_;
+  SimAsyncPoolIndex<Piece> by_size_;   // the free pieces
+  detail::AddressMap<Piece*> live_;    // the live pieces by address
+  uint64_t owned_ranges_ = 0;          // free ranges only one stream may reuse yet (often none)
   absl::flat_hash_map<uint64_t, std::pair<StreamId, uint64_t>> events_;  // event -> (stream, seq)
   uint64_t seq_ = 0;
   uint64_t reserved_ = 0;

@@ -49,6 +49,15 @@ class SimAsyncPoolIndex {
     const auto it = bins_.lower_bound(owner, size);
     return it != bins_.end() && it->stream == owner ? &*it : nullptr;
   }
+  // fn(Range*) for every range, in index order (the index must not change meanwhile).
+  template <class Fn>
+  void for_each(Fn fn) const {
+    if (tree_mode_) {
+      for (const auto& entry : tree_) fn(entry.second);
+      return;
+    }
+    for (auto it = bins_.begin(); it != bins_.end(); ++it) fn(&*it);
+  }
   bool binned() const { return !tree_mode_; }
 
  private:

@@ -21,20 +21,16 @@ uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * un
 }  // namespace
 
 SimDevice::SimDevice(Options options)
-    : options_(options), heap_(kHeapBase + kHeapBytes, kHeapBytes), next_reservation_(kReservationBase), pool_(kPoolBase) {
+    : options_(options),
+      limit_(options.capacity ? std::min(*options.capacity, options.total_memory) : options.total_memory),
+      heap_(kHeapBase + kHeapBytes, kHeapBytes), next_reservation_(kReservationBase), pool_(kPoolBase) {
   if (!options_.follow_recorded_placement) placement_.leave();
 }
 
-bool SimDevice::has_room_for(uint64_t bytes) const {
-  const uint64_t limit = options_.capacity ? std::min(*options_.capacity, options_.total_memory)
-                                           : options_.total_memory;
-  return counters_.reserved_bytes + bytes <= limit;
-}
+bool SimDevice::has_room_for(uint64_t bytes) const { return counters_.reserved_bytes + bytes <= limit_; }
 
 uint64_t SimDevice::free_memory() const {
-  const uint64_t limit = options_.capacity ? std::min(*options_.capacity, options_.total_memory)
-                                           : options_.total_memory;
-  return limit > counters_.reserved_bytes ? limit - counters_.reserved_bytes : 0;
+  return limit_ > counters_.reserved_bytes ? limit_ - counters_.reserved_bytes : 0;
 }
 
 std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
@@ -169,10 +165,11 @@ std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId st
   return address;
 }
 
-void SimDevice::pool_free_async(uint64_t address, StreamId stream) {
-  pool_.free(address, stream);
+bool SimDevice::pool_free_async(uint64_t address) {
+  if (!pool_.free(address)) return false;
   ++counters_.pool_free_calls;
   update_pool_counters();
+  return true;
 }
 
 void SimDevice::pool_trim(uint64_t keep_bytes) {
@@ -191,6 +188,14 @@ void SimDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
 }
 
 void SimDevice::update_pool_counters() {
+  counters_.pool_used_bytes = pool_.used_bytes();
+  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
+  // Reserved memory changes only when the pool grows or releases chunks (rarely).
+  if (pool_.reserved_bytes() != counters_.pool_reserved_bytes) [[unlikely]]
+    update_pool_reserved();
+}
+
+void SimDevice::update_pool_reserved() {
   const uint64_t reserved = pool_.reserved_bytes();
   if (reserved >= counters_.pool_reserved_bytes)
     counters_.add_reserved(reserved - counters_.pool_reserved_bytes);
@@ -198,8 +203,6 @@ void SimDevice::update_pool_counters() {
     counters_.remove_reserved(counters_.pool_reserved_bytes - reserved);
   counters_.pool_reserved_bytes = reserved;
   counters_.pool_reserved_peak = std::max(counters_.pool_reserved_peak, reserved);
-  counters_.pool_used_bytes = pool_.used_bytes();
-  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
   counters_.pool_grow_calls = pool_.grow_count();
 }
 

@@ -51,7 +51,7 @@ class SimDevice final : public Device {
 
   bool configure_pool(const PoolConfig& config) override;
   std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) override;
-  void pool_free_async(uint64_t address, StreamId stream) override;
+  bool pool_free_async(uint64_t address) override;
   void pool_trim(uint64_t keep_bytes) override;
   void synchronize() override;
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
@@ -65,8 +65,10 @@ class SimDevice final : public Device {
   // every live segment placed there (a hostile trace may record anything).
   bool recorded_range_is_free(uint64_t address, uint64_t bytes) const;
   void update_pool_counters();  // after every pool operation
+  void update_pool_reserved();  // after one that grew or released chunks
 
   Options options_;
+  const uint64_t limit_;  // the per-process cap, or the whole device's memory
   DeviceCounters counters_;
   // cudaMalloc heap: where allocations go, and the bytes asked for (counted as reserved) of each.
   DriverAddressModel heap_;

@@ -219,9 +219,13 @@ TEST(CudaDevice, PoolCountersAgreeWithTheDriver) {
   EXPECT_EQ(c.pool_used_peak, pool.used_high);
   EXPECT_EQ(c.reserved_bytes, pool.reserved_current);
   EXPECT_GE(pool.reserved_current, 40 * kMiB + 1000);
-  device->pool_free_async(*a, 0);
-  device->pool_free_async(*b, 0x7f00aa);
+  EXPECT_TRUE(device->pool_free_async(*a));
+  EXPECT_TRUE(device->pool_free_async(*b));  // on its allocation stream, 0x7f00aa
   EXPECT_EQ(c.pool_used_bytes, 0u);
+  // A second free of the same address is refused, with no driver call.
+  const uint64_t frees = c.pool_free_calls;
+  EXPECT_FALSE(device->pool_free_async(*b));
+  EXPECT_EQ(c.pool_free_calls, frees);
   device->pool_trim(0);
   EXPECT_EQ(device->pool_attributes().reserved_current, 0u);
   EXPECT_EQ(c.reserved_bytes, 0u);
@@ -240,7 +244,7 @@ TEST(CudaDevice, PoolStaysUnderTheCapacity) {
   for (const uint64_t mib : {30, 30, 3, 1, 2}) {
     if (const auto address = device->pool_malloc_async(mib * kMiB, 0)) live.push_back(*address); else ++refused;
   }
-  device->pool_free_async(live.front(), 0);
+  EXPECT_TRUE(device->pool_free_async(live.front()));
   live.erase(live.begin());
   if (const auto address = device->pool_malloc_async(33 * kMiB, 0)) live.push_back(*address); else ++refused;
   RecordProperty("refused", std::to_string(refused));
@@ -251,7 +255,7 @@ TEST(CudaDevice, PoolStaysUnderTheCapacity) {
   EXPECT_FALSE(device->pool_malloc_async(cap, 0));
   EXPECT_EQ(device->counters().device_call_ns, ns);
   EXPECT_EQ(device->counters().failed_calls, refused + 1);
-  for (const uint64_t address : live) device->pool_free_async(address, 0);
+  for (const uint64_t address : live) EXPECT_TRUE(device->pool_free_async(address));
 }
 
 // A whole replay of the bundled multistream trace (3 streams), on the GPU and on the simulator.

@@ -1,23 +1,31 @@
 // SimAsyncPool (size bins and pooled range nodes) against a plain reference of the same rules: free
 // ranges in a std::map by start, best fit by a scan of every range, merging by a pass over
-// neighbours after each change. Random allocations, frees, stream events, synchronizes and trims
-// on three streams under each option set the policy contract runs; after every step the two agree
-// on the address handed out (or the OOM), used and reserved bytes and the mapped chunks.
+// neighbours after each change. Random allocations, frees (each on its allocation stream; some of
+// addresses that are not live, which both must refuse), stream events, synchronizes and trims on
+// three streams under each option set the policy contract runs; after every step the two agree on
+// the address handed out (or the OOM), used and reserved bytes, every free range with its owner
+// and the mapped chunks.
 #include "replayer/sim_async_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 #include <vector>
 
 namespace memreplay {
+
+void PrintTo(const SimAsyncPool::FreeRangeView& r, std::ostream* os) {
+  *os << std::hex << "[0x" << r.start << ", 0x" << r.end << ") owner 0x" << r.owner << std::dec;
+}
+
 namespace {
 
 constexpr uint64_t kChunk = SimAsyncPool::kChunkBytes;
-constexpr StreamId kAny = ~StreamId{0};
+constexpr StreamId kAny = SimAsyncPool::kAnyStream;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
@@ -46,18 +54,22 @@ class ReferencePool {
     const Range range = free_.at(*start);
     free_.erase(*start);
     if (range.end > *start + span) free_[*start + span] = range;
-    live_[*start] = {span, bytes};
+    live_[*start] = {span, bytes, stream};
     used_ += bytes;
     return start;
   }
 
-  void free(uint64_t address, StreamId stream) {
-    const auto [span, requested] = live_.at(address);
-    live_.erase(address);
-    used_ -= requested;
+  // On the stream it was allocated on; false for an address that is not live.
+  bool free(uint64_t address) {
+    const auto it = live_.find(address);
+    if (it == live_.end()) return false;
+    const Live live = it->second;
+    live_.erase(it);
+    used_ -= live.requested;
     const bool shared = config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies;
-    free_[address] = {address + span, shared ? kAny : stream, ++seq_};
+    free_[address] = {address + live.span, shared ? kAny : live.stream, ++seq_};
     merge();
+    return true;
   }
 
   void stream_event(StreamId stream, uint64_t event, bool is_wait) {
@@ -81,6 +93,11 @@ class ReferencePool {
     release(keep);
   }
 
+  std::vector<SimAsyncPool::FreeRangeView> free_ranges() const {
+    std::vector<SimAsyncPool::FreeRangeView> ranges;
+    for (const auto& [start, r] : free_) ranges.push_back({start, r.end, r.owner});
+    return ranges;
+  }
   uint64_t used() const { return used_; }
   uint64_t reserved() const { return chunks_.size() * kChunk; }
   const std::set<uint64_t>& chunks() const { return chunks_; }
@@ -90,6 +107,11 @@ class ReferencePool {
     uint64_t end;
     StreamId owner;
     uint64_t free_seq;
+  };
+  struct Live {
+    uint64_t span;
+    uint64_t requested;
+    StreamId stream;
   };
 
   std::optional<uint64_t> best_fit(uint64_t span, StreamId stream) const {
@@ -135,7 +157,7 @@ class ReferencePool {
   uint64_t base_, end_;
   PoolConfig config_;
   std::map<uint64_t, Range> free_;  // start -> range
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> live_;  // address -> (span, requested)
+  std::map<uint64_t, Live> live_;  // by address
   std::map<uint64_t, std::pair<StreamId, uint64_t>> events_;
   std::set<uint64_t> chunks_;
   uint64_t seq_ = 0, used_ = 0;
@@ -148,15 +170,31 @@ std::set<uint64_t> chunk_starts(const SimAsyncPool& pool) {
   return starts;
 }
 
-void run_against_reference(PoolConfig config, uint64_t seed) {
+// `crowded`: first 1,200 free ranges of 512 bytes between live ones, so that the walk runs on the
+// size index's B-tree (past 1024 ranges) instead of its bins.
+void run_against_reference(PoolConfig config, uint64_t seed, bool crowded = false) {
   constexpr uint64_t kBase = 1ull << 40;
   constexpr uint64_t kCapacity = 24 * kChunk;
   SimAsyncPool pool(kBase);
   pool.configure(config);
   ReferencePool reference(kBase, config);
   std::mt19937_64 rng(seed);
-  std::vector<std::pair<uint64_t, StreamId>> live;
-  uint64_t ooms = 0, frees = 0;
+  std::vector<uint64_t> live, freed;
+  uint64_t ooms = 0, frees = 0, refused_frees = 0;
+  if (crowded) {
+    for (int i = 0; i < 2400; ++i) {
+      const auto got = pool.allocate(512, 0, kCapacity);
+      ASSERT_EQ(got, reference.allocate(512, 0, kCapacity));
+      live.push_back(*got);
+    }
+    for (size_t i = 0; i < live.size(); i += 2) {
+      ASSERT_TRUE(pool.free(live[i]));
+      ASSERT_TRUE(reference.free(live[i]));
+      freed.push_back(live[i]);
+    }
+    std::erase_if(live, [&](uint64_t a) { return std::find(freed.begin(), freed.end(), a) != freed.end(); });
+    ASSERT_FALSE(pool.size_index_binned());
+  }
   for (int step = 0; step < 6000; ++step) {
     const uint64_t dice = rng() % 100;
     const StreamId stream = rng() % 3;
@@ -169,14 +207,22 @@ void run_against_reference(PoolConfig config, uint64_t seed) {
       const auto got = pool.allocate(bytes, stream, room);
       const auto expected = reference.allocate(bytes, stream, room);
       ASSERT_EQ(got, expected) << "step " << step << " bytes " << bytes;
-      if (got) live.emplace_back(*got, stream); else ++ooms;
-    } else if (dice < 92) {
+      if (got) live.push_back(*got); else ++ooms;
+    } else if (dice < 90) {
       const size_t i = rng() % live.size();
-      pool.free(live[i].first, live[i].second);
-      reference.free(live[i].first, live[i].second);
+      ASSERT_TRUE(pool.free(live[i]));
+      ASSERT_TRUE(reference.free(live[i]));
+      freed.push_back(live[i]);
       live[i] = live.back();
       live.pop_back();
       ++frees;
+    } else if (dice < 92) {
+      // An address that is not live (freed already, unless handed out again, or inside a live
+      // block): refused, with nothing changed, exactly when the reference refuses it.
+      const uint64_t address = freed.empty() || rng() % 2 == 0 ? live[rng() % live.size()] + 1 : freed[rng() % freed.size()];
+      const bool expected = reference.free(address);
+      ASSERT_EQ(pool.free(address), expected) << "step " << step;
+      if (expected) std::erase(live, address), ++frees; else ++refused_frees;
     } else if (dice < 98) {
       const uint64_t event = rng() % 4;
       const bool is_wait = rng() % 2 == 0;
@@ -192,11 +238,13 @@ void run_against_reference(PoolConfig config, uint64_t seed) {
     }
     ASSERT_EQ(pool.used_bytes(), reference.used()) << "step " << step;
     ASSERT_EQ(pool.reserved_bytes(), reference.reserved()) << "step " << step;
+    ASSERT_EQ(pool.free_ranges(), reference.free_ranges()) << "step " << step;
     if (step % 20 == 0) ASSERT_EQ(chunk_starts(pool), reference.chunks()) << "step " << step;
   }
   // The walk reached OOMs, frees and a pool that released and regrew chunks.
   EXPECT_GT(ooms, 0u);
   EXPECT_GT(frees, 1000u);
+  EXPECT_GT(refused_frees, 50u);
 }
 
 TEST(SimAsyncPoolReference, DefaultOptionsMatchTheReference) { run_against_reference(PoolConfig{}, 1); }
@@ -228,6 +276,14 @@ TEST(SimAsyncPoolReference, EventDependenciesOnlyMatchTheReference) {
   run_against_reference(config, 5);
 }
 
+TEST(SimAsyncPoolReference, SizeIndexInItsBTreeMatchesTheReference) {
+  run_against_reference(PoolConfig{}, 6, true);
+  PoolConfig config;
+  config.reuse_allow_opportunistic = false;
+  config.reuse_allow_internal_dependencies = false;
+  run_against_reference(config, 7, true);
+}
+
 // The size bins' weak case: tens of thousands of free ranges of one size class in one owner,
 // freed in ascending order, so that each insert would walk its whole bin (quadratic). Past 1024
 // ranges the index is a B-tree (50,000 ranges: well under a second), and best fit still hands
@@ -238,7 +294,7 @@ TEST(SimAsyncPoolReference, TensOfThousandsOfEqualFreeRangesStayFastAndComeBackL
   std::vector<uint64_t> addresses;
   for (int i = 0; i < 2 * kRanges; ++i) addresses.push_back(*pool.allocate(512, 0, ~uint64_t{0}));
   EXPECT_TRUE(pool.size_index_binned());
-  for (int i = 0; i < 2 * kRanges; i += 2) pool.free(addresses[i], 0);  // the live odd ones keep them apart
+  for (int i = 0; i < 2 * kRanges; i += 2) ASSERT_TRUE(pool.free(addresses[i]));  // the live odd ones keep them apart
   EXPECT_FALSE(pool.size_index_binned());
   for (int i = 0; i < 2 * kRanges; i += 2) ASSERT_EQ(pool.allocate(512, 0, ~uint64_t{0}), addresses[i]) << i;
   EXPECT_EQ(pool.used_bytes(), 2ull * kRanges * 512);

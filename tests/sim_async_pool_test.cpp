@@ -71,8 +71,8 @@ TEST(SimAsyncPool, BestFitTakesTheSmallestFreeRange) {
   const auto b = device.pool_malloc_async(2 * kMiB, 0);
   const auto gap2 = device.pool_malloc_async(1 * kMiB, 0);
   ASSERT_TRUE(a && gap1 && b && gap2);
-  device.pool_free_async(*a, 0);
-  device.pool_free_async(*b, 0);
+  device.pool_free_async(*a);
+  device.pool_free_async(*b);
   // The 2 MiB hole fits 1.5 MiB better than the 4 MiB one.
   EXPECT_EQ(device.pool_malloc_async(3 * kMiB / 2, 0), b);
   EXPECT_EQ(device.pool_malloc_async(4 * kMiB, 0), a);
@@ -81,7 +81,7 @@ TEST(SimAsyncPool, BestFitTakesTheSmallestFreeRange) {
 TEST(SimAsyncPool, SameStreamReusesAtOnce) {
   SimDevice device = pool_device(no_cross_stream_reuse());
   const auto a = device.pool_malloc_async(kChunk, 7);
-  device.pool_free_async(*a, 7);
+  device.pool_free_async(*a);
   EXPECT_EQ(device.pool_malloc_async(kChunk, 7), a);
   EXPECT_EQ(device.counters().pool_reserved_bytes, kChunk);
 }
@@ -90,12 +90,12 @@ TEST(SimAsyncPool, OtherStreamWaitsForADependencyWithoutOpportunisticReuse) {
   // GIVEN a whole chunk freed on stream 7, and no opportunistic or internal-dependency reuse
   SimDevice device = pool_device(no_cross_stream_reuse());
   const auto a = device.pool_malloc_async(kChunk, 7);
-  device.pool_free_async(*a, 7);
+  device.pool_free_async(*a);
   // WHEN stream 9 asks for a chunk THEN it gets new memory
   const auto b = device.pool_malloc_async(kChunk, 9);
   EXPECT_NE(b, a);
   EXPECT_EQ(device.counters().pool_reserved_bytes, 2 * kChunk);
-  device.pool_free_async(*b, 9);
+  device.pool_free_async(*b);
   // WHEN stream 9 waits on an event recorded on 7 after the free THEN it reuses 7's memory
   device.stream_event(7, 0xe1, false);
   device.stream_event(9, 0xe1, true);
@@ -106,15 +106,26 @@ TEST(SimAsyncPool, OtherStreamWaitsForADependencyWithoutOpportunisticReuse) {
 TEST(SimAsyncPool, SynchronizeMakesEveryFreeReusable) {
   SimDevice device = pool_device(no_cross_stream_reuse());
   const auto a = device.pool_malloc_async(kChunk, 7);
-  device.pool_free_async(*a, 7);
+  device.pool_free_async(*a);
   device.synchronize();
   EXPECT_EQ(device.pool_malloc_async(kChunk, 9), a);
+}
+
+TEST(SimAsyncPool, FreeOfAnAddressNotLiveIsRefusedAndChangesNothing) {
+  SimDevice device = pool_device();
+  const auto a = device.pool_malloc_async(1000, 0);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(device.pool_free_async(*a + 512));  // inside a live block
+  EXPECT_TRUE(device.pool_free_async(*a));
+  EXPECT_FALSE(device.pool_free_async(*a));  // twice
+  EXPECT_EQ(device.counters().pool_free_calls, 1u);
+  EXPECT_EQ(device.counters().pool_used_bytes, 0u);
 }
 
 TEST(SimAsyncPool, OpportunisticReuseCrossesStreams) {
   SimDevice device = pool_device();  // the driver's defaults
   const auto a = device.pool_malloc_async(kChunk, 7);
-  device.pool_free_async(*a, 7);
+  device.pool_free_async(*a);
   EXPECT_EQ(device.pool_malloc_async(kChunk, 9), a);
 }
 
@@ -125,14 +136,14 @@ TEST(SimAsyncPool, TrimReleasesWhollyFreeChunksOnly) {
   const auto big = device.pool_malloc_async(2 * kChunk, 0);
   ASSERT_TRUE(keep && big);
   EXPECT_EQ(device.counters().pool_reserved_bytes, 3 * kChunk);
-  device.pool_free_async(*big, 0);
+  device.pool_free_async(*big);
   // WHEN trimmed to 0 THEN the two free chunks go back, the live one stays
   device.pool_trim(0);
   EXPECT_EQ(device.counters().pool_reserved_bytes, kChunk);
   EXPECT_EQ(device.counters().reserved_bytes, kChunk);
   EXPECT_EQ(device.counters().reserved_peak, 3 * kChunk);
   EXPECT_EQ(device.counters().pool_trim_calls, 1u);
-  device.pool_free_async(*keep, 0);
+  device.pool_free_async(*keep);
   device.pool_trim(0);
   EXPECT_EQ(device.counters().pool_reserved_bytes, 0u);
   EXPECT_EQ(device.counters().pool_used_bytes, 0u);
@@ -146,7 +157,7 @@ TEST(SimAsyncPool, ReleaseThresholdAppliesAtSynchronize) {
   config.release_threshold = kChunk;
   SimDevice device = pool_device(config);
   const auto a = device.pool_malloc_async(3 * kChunk, 0);
-  device.pool_free_async(*a, 0);
+  device.pool_free_async(*a);
   EXPECT_EQ(device.counters().pool_reserved_bytes, 3 * kChunk);  // frees alone release nothing
   device.synchronize();
   EXPECT_EQ(device.counters().pool_reserved_bytes, kChunk);
@@ -188,6 +199,22 @@ TEST(CudaAsyncPolicy, AllocatesFromThePoolAndTrimsOnEmptyCache) {
   const auto stats = stats_by_name(policy->stats(), device.counters());
   EXPECT_EQ(stats.at("pool_reserved_mem_high"), kChunk);
   EXPECT_EQ(stats.at("pool_used_mem_high"), 1000 + 5 * kMiB);
+}
+
+TEST(CudaAsyncPolicy, FreesOnTheAllocationStreamWhicheverStreamFrees) {
+  // GIVEN no cross-stream reuse WHEN a block allocated on stream 7 is freed by stream 9
+  SimDevice device(SimDevice::Options{});
+  auto policy = PolicyRegistry::instance().create(
+      "cuda_async:reuse_allow_opportunistic:false,reuse_allow_internal_dependencies:false", device);
+  const auto a = policy->allocate(kChunk, 7);
+  ASSERT_TRUE(a);
+  policy->free(a->address, 9);
+  // THEN stream 9 gets new memory and stream 7 reuses the block: it was freed on stream 7
+  const auto b = policy->allocate(kChunk, 9);
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->address, a->address);
+  EXPECT_EQ(policy->allocate(kChunk, 7)->address, a->address);
+  EXPECT_EQ(device.counters().pool_reserved_bytes, 2 * kChunk);
 }
 
 TEST(CudaAsyncPolicy, OptionsParseAndUnknownOnesAreNamed) {

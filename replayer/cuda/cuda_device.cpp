@@ -286,7 +286,7 @@ std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId s
       }))
     return std::nullopt;
   const uint64_t address = as_address(pointer);
-  pool_live_.emplace(address, bytes);
+  pool_live_.emplace(address, PoolAllocation{bytes, stream});
   ++counters_.pool_malloc_calls;
   counters_.pool_used_bytes += bytes;
   counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
@@ -294,17 +294,18 @@ std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId s
   return address;
 }
 
-void CudaDevice::pool_free_async(uint64_t address, StreamId stream) {
+bool CudaDevice::pool_free_async(uint64_t address) {
   const auto it = pool_live_.find(address);
-  if (it == pool_live_.end()) throw std::logic_error("CudaDevice::pool_free_async of an address it never handed out");
-  const cudaStream_t real_stream = stream_for(stream);
+  if (it == pool_live_.end()) return false;
+  const cudaStream_t real_stream = stream_for(it->second.stream);
   {
     CallTimer timer(counters_.device_call_ns);
     CUDA_TRY(cudaFreeAsync(as_pointer(address), real_stream));
   }
-  counters_.pool_used_bytes -= it->second;
+  counters_.pool_used_bytes -= it->second.bytes;
   pool_live_.erase(it);
   ++counters_.pool_free_calls;
+  return true;
 }
 
 void CudaDevice::pool_trim(uint64_t keep_bytes) {
@@ -382,7 +383,7 @@ void CudaDevice::release_everything() noexcept {
   // handled any better than by going on with the rest.
   (void)cudaSetDevice(options_.index);
   (void)cudaDeviceSynchronize();
-  for (const auto& [address, bytes] : pool_live_) (void)cudaFreeAsync(as_pointer(address), cudaStreamLegacy);
+  for (const auto& [address, allocation] : pool_live_) (void)cudaFreeAsync(as_pointer(address), cudaStreamLegacy);
   if (pool_ != nullptr) {
     (void)cudaDeviceSynchronize();
     (void)cudaMemPoolDestroy(pool_);  // gives its reserved memory back

@@ -66,7 +66,7 @@ class CudaDevice final : public Device {
 
   bool configure_pool(const PoolConfig& config) override;
   std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) override;
-  void pool_free_async(uint64_t address, StreamId stream) override;
+  bool pool_free_async(uint64_t address) override;
   void pool_trim(uint64_t keep_bytes) override;
   void synchronize() override;
   void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
@@ -106,7 +106,11 @@ class CudaDevice final : public Device {
   std::unordered_map<uint64_t, uint64_t> reservations_;               // reserved address -> bytes
   std::map<uint64_t, CUmemGenericAllocationHandle> pages_;            // mapped page -> its handle
   cudaMemPool_t pool_ = nullptr;
-  std::unordered_map<uint64_t, uint64_t> pool_live_;                  // pool address -> bytes
+  struct PoolAllocation {
+    uint64_t bytes;
+    StreamId stream;  // allocated on, and freed on
+  };
+  std::unordered_map<uint64_t, PoolAllocation> pool_live_;            // pool address -> allocation
   std::unordered_map<StreamId, cudaStream_t> streams_;
   std::unordered_map<uint64_t, cudaEvent_t> events_;                  // trace event -> real event
 };
