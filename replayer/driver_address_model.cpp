@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace memreplay {
 namespace {
@@ -9,6 +10,21 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
+
+// InlinedVector's insert and erase move the elements behind with memcpy and memmove calls, dearer
+// than the one or two 16-byte ranges a chunk's short list has behind: swap them into place.
+template <class Ranges, class Range>
+void insert_at(Ranges& ranges, size_t at, const Range& range) {
+  ranges.push_back(range);
+  Range* const data = ranges.data();
+  for (size_t i = ranges.size() - 1; i > at; --i) std::swap(data[i], data[i - 1]);
+}
+template <class Ranges>
+void erase_at(Ranges& ranges, size_t at) {
+  auto* const data = ranges.data();
+  for (size_t i = at + 1; i < ranges.size(); ++i) std::swap(data[i - 1], data[i]);
+  ranges.pop_back();
+}
 
 // Adds [start, end) to the sorted `ranges`, merging it with the neighbours it touches; returns the
 // size of the range it ends up in.
@@ -21,7 +37,7 @@ uint64_t add_range(Ranges& ranges, uint64_t start, uint64_t end) {
   if (joins_prev && joins_next) {
     const auto prev = std::prev(next);
     prev->end = next->end;
-    ranges.erase(next);
+    erase_at(ranges, static_cast<size_t>(next - ranges.begin()));
     return prev->end - prev->start;
   }
   if (joins_prev) {
@@ -33,7 +49,7 @@ uint64_t add_range(Ranges& ranges, uint64_t start, uint64_t end) {
     next->start = start;
     return next->end - start;
   }
-  ranges.insert(next, {start, end});
+  insert_at(ranges, static_cast<size_t>(next - ranges.begin()), typename Ranges::value_type{start, end});
   return end - start;
 }
 
@@ -115,7 +131,7 @@ std::optional<DriverAddressModel::Placement> DriverAddressModel::take_from_chunk
   const uint64_t address = best->start;
   const uint64_t best_size = best->end - best->start;
   if (best_size == span)
-    chunk.free.erase(best);
+    erase_at(chunk.free, static_cast<size_t>(best - chunk.free.begin()));
   else
     best->start += span;
   ++chunk.live;
@@ -178,12 +194,14 @@ DriverAddressModel::Live* DriverAddressModel::live_at(uint64_t address, bool cre
   if (address < window_base_ || (address - window_base_) % kPage != 0) return nullptr;
   const uint64_t page = (address - window_base_) / kPage;
   if (page >= window_pages_) return nullptr;
-  std::unique_ptr<Live[]>& leaf = live_pages_[page / kLeafPages];
-  if (!leaf) {
-    if (!create) return nullptr;
-    leaf = std::make_unique<Live[]>(kLeafPages);
-  }
+  Live* const leaf = live_pages_[page / kLeafPages].get();
+  if (leaf == nullptr) return create ? &make_leaf(page / kLeafPages)[page % kLeafPages] : nullptr;
   return &leaf[page % kLeafPages];
+}
+
+DriverAddressModel::Live* DriverAddressModel::make_leaf(size_t leaf) {
+  live_pages_[leaf] = std::make_unique<Live[]>(kLeafPages);
+  return live_pages_[leaf].get();
 }
 
 const DriverAddressModel::Live* DriverAddressModel::live_at(uint64_t address) const {

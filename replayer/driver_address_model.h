@@ -89,6 +89,8 @@ class DriverAddressModel {
   // `create`) in a leaf never used.
   Live* live_at(uint64_t address, bool create);
   const Live* live_at(uint64_t address) const;
+  // Off the hot path, so that live_at inlines: a leaf is made once per GiB of VA first used.
+  [[gnu::noinline]] Live* make_leaf(size_t leaf);
   uint64_t address_of(size_t page) const { return window_base_ + page * kPage; }
 
   struct Placement {

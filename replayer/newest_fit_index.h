@@ -40,6 +40,8 @@ class NewestFitIndex {
   // The newest id with a value >= `value` (> 0); nullopt if none.
   std::optional<uint32_t> newest_at_least(uint64_t value) const {
     if (leaves_ == 0 || max_[1] < value) return std::nullopt;
+    // The newest slot answers most searches (the newest chunk fills first): one load, no descent.
+    if (max_[leaves_ + used_ - 1] >= value) return id_at_[used_ - 1];
     size_t node = 1;
     while (node < leaves_) node = max_[2 * node + 1] >= value ? 2 * node + 1 : 2 * node;
     return id_at_[node - leaves_];

@@ -38,8 +38,10 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
     ++counters_.failed_calls;
     return std::nullopt;
   }
-  std::optional<uint64_t> address =
-      placement_.replay_malloc(bytes, [&](uint64_t recorded) { return recorded_range_is_free(recorded, bytes); });
+  // A replay that left the recorded calls never returns to them: no callback to build after that.
+  std::optional<uint64_t> address;
+  if (placement_.in_step())
+    address = placement_.replay_malloc(bytes, [&](uint64_t recorded) { return recorded_range_is_free(recorded, bytes); });
   if (address)
     recorded_live_[*address] = *address + bytes;
   else
@@ -56,14 +58,15 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
 void SimDevice::free(uint64_t address) {
   // The model's live map and recorded_live_ know each segment's bytes: no third map for them.
   std::optional<uint64_t> bytes;
-  if (const auto recorded = recorded_live_.find(address); recorded != recorded_live_.end()) {
+  if (const auto recorded = recorded_live_.empty() ? recorded_live_.end() : recorded_live_.find(address);
+      recorded != recorded_live_.end()) {
     bytes = recorded->second - address;
     recorded_live_.erase(recorded);
   } else {
     bytes = heap_.release(address);
   }
   if (!bytes) throw std::logic_error("SimDevice::free of an address it never handed out");
-  placement_.replay_free(address);
+  if (placement_.in_step()) placement_.replay_free(address);
   counters_.remove_reserved(*bytes);
   ++counters_.free_calls;
 }

@@ -101,6 +101,27 @@ TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
   EXPECT_EQ(arena.mapped_bytes(), 6 * kMiB) << "the live blocks' pages";
 }
 
+// GIVEN a cached 3-page run that a 6 MiB placement finds all mapped, WHEN the run is unmapped,
+// THEN the same placement needs its 6 MiB of pages mapped again: what the arena remembers as
+// mapped (to skip a B-tree lookup per candidate) must not outlive an unmap.
+TEST(VmmArenaPlacement, PagesAReclaimUnmappedCostAMapAgain) {
+  SimDevice device(SimDevice::Options{});
+  detail::VmmArena arena(device, 64 * kMiB);
+  suballoc::Range* run = nullptr;
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 6 * kMiB, &run);
+  take_placed(arena, 2 * kMiB);
+  arena.give_back(run);
+  const auto cached = arena.place(6 * kMiB, false);
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->new_bytes, 0u);
+  ASSERT_EQ(arena.reclaim(6 * kMiB), 6 * kMiB);
+  const auto unmapped = arena.place(6 * kMiB, false);
+  ASSERT_TRUE(unmapped);
+  EXPECT_EQ(unmapped->address, cached->address) << "still the best fit";
+  EXPECT_EQ(unmapped->new_bytes, 6 * kMiB);
+}
+
 std::vector<std::string> traces() { return testing::shared_names("traces", ".pickle.xz"); }
 
 TEST(MemreplayPolicySharedSet, EveryTraceOfTheSharedSetIsCovered) {

@@ -51,5 +51,21 @@ TEST(NewestFitIndex, NewestAtLeastMatchesAScanOfEveryEntry) {
   }
 }
 
+// The newest entry answers at once when it has room; when it was removed or has too little, an
+// older one answers, and a newer one with too little never does.
+TEST(NewestFitIndex, TheNewestEntryAnswersOnlyWhenItHoldsTheValue) {
+  NewestFitIndex index;
+  index.add(0, 8);
+  index.add(1, 3);
+  index.add(2, 5);
+  EXPECT_EQ(index.newest_at_least(5), 2u);
+  EXPECT_EQ(index.newest_at_least(6), 0u) << "2 and 1 too small";
+  index.remove(2);
+  EXPECT_EQ(index.newest_at_least(1), 1u) << "the newest slot is dead";
+  index.set(1, 0);
+  EXPECT_EQ(index.newest_at_least(1), 0u);
+  EXPECT_EQ(index.newest_at_least(9), std::nullopt);
+}
+
 }  // namespace
 }  // namespace memreplay

@@ -55,7 +55,11 @@ constexpr uint64_t kReclaimDivisor = 52;
 class MemreplayPolicy final : public Policy {
  public:
   explicit MemreplayPolicy(Device& device)
-      : device_(device), arena_(device, 4 * device.total_memory()) {}
+      : device_(device), arena_(device, 4 * device.total_memory()) {
+    // Room for the traces' peak of live blocks (a few hundred) a few times over: in a sparse table
+    // an erase leaves an empty slot rather than a tombstone, so inserts seldom clean up tombstones.
+    live_.reserve(1024);
+  }
   static std::unique_ptr<Policy> create(std::string_view options, Device& device) {
     detail::PolicyOptions("memreplay", options, {});  // no knobs to tune
     return std::make_unique<MemreplayPolicy>(device);

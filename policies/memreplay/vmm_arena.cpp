@@ -6,7 +6,8 @@
 namespace memreplay::detail {
 
 VmmArena::VmmArena(Device& device, uint64_t va_bytes)
-    : device_(device), va_bytes_(va_bytes), page_(device.granularity()) {
+    : device_(device), va_bytes_(va_bytes), page_(device.granularity()),
+      page_mask_(std::has_single_bit(page_) && page_ > 1 ? page_ - 1 : 0) {
   va_bytes_ = page_ceil(va_bytes_);
 }
 
@@ -23,9 +24,14 @@ bool VmmArena::ensure_reserved() {
 }
 
 uint64_t VmmArena::unmapped_bytes_in(uint64_t start, uint64_t end) const {
+  if (known_mapped_.first <= start && end <= known_mapped_.second) return 0;
   uint64_t covered = 0;
   auto it = mapped_.upper_bound(start);
   if (it != mapped_.begin()) --it;
+  if (it != mapped_.end() && it->first <= start && end <= it->second) {
+    known_mapped_ = *it;
+    return 0;
+  }
   for (; it != mapped_.end() && it->first < end; ++it)
     if (it->second > start) covered += std::min(end, it->second) - std::max(start, it->first);
   return (end - start) - covered;
@@ -204,6 +210,7 @@ void VmmArena::add_mapped(uint64_t start, uint64_t end) {
 
 void VmmArena::remove_mapped(uint64_t start, uint64_t end) {
   mapped_bytes_ -= end - start;
+  known_mapped_ = {0, 0};
   auto it = std::prev(mapped_.upper_bound(start));  // the mapped range holding [start, end)
   const uint64_t range_start = it->first;
   const uint64_t range_end = it->second;
