@@ -23,18 +23,18 @@
 namespace memreplay {
 namespace {
 
-// Measured on 2026-12-01 (README, "The memreplay policy"), with a little headroom. The smallest
+// Measured on 2026-12-02 (README, "The memreplay policy"), with a little headroom. The smallest
 // fitting capacity meets 1.01 on all nine since the footprint placement under a cap (fourth session).
 // Calls: an online allocator that must stay under 1.02 x an unknown peak can map at most 2% above
 // its high-water mark, so it pays at least the growth bound below. Where that bound is above
-// PyTorch's calls (gpt2_generate, vit) the target cannot be met; on the other three it can but is
-// not (cached pages moved between places, an unmap and a map each): the ceilings below are the
-// measured figures (fifth session: reclaim line at 1/52, whole runs unmapped), so that a
-// regression fails. vit_infer_varbatch.emptycache meets it since then.
+// PyTorch's calls (gpt2_generate, vit) the target cannot be met; on gpt2_train it can but is not
+// (growth maps in steps of about one activation): the ceilings below are the measured figures
+// (sixth session: placements among cached runs, shortest run first, reclaims down to the line),
+// so that a regression fails. vit_infer_varbatch.emptycache meets it since the fifth session.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
-    {"gpt2_generate.default", 1.65}, {"gpt2_train.capped", 1.74},     {"gpt2_train.default", 1.74},
-    {"gpt2_train.stacks", 1.74},     {"gpt2_train.truncated", 1.18}, {"vit_infer_varbatch.default", 4.25},
+    {"gpt2_generate.default", 1.36}, {"gpt2_train.capped", 1.28},     {"gpt2_train.default", 1.28},
+    {"gpt2_train.stacks", 1.28},     {"gpt2_train.truncated", 1.02}, {"vit_infer_varbatch.default", 4.40},
 };
 
 constexpr uint64_t kMiB = 1ull << 20;

@@ -8,7 +8,9 @@
 //
 // Rules:
 //   1. One virtual range (VmmArena) for every stream and size: a request rounded up to 512 bytes
-//      goes where it needs the fewest newly mapped 2 MiB pages, best fit among equal costs. Memory
+//      goes where it needs the fewest newly mapped 2 MiB pages, best fit among equal costs. Where
+//      no end of a free range is free of cost, the places where cached runs inside a range start
+//      or end are tried too, the shortest such run first (VmmArena::place_among_mapped). Memory
 //      freed on one stream is reused on another (a live allocator makes the allocating stream wait
 //      on an event recorded at the free, as RMM's stream-ordered pool does).
 //   2. Physical pages are mapped only under blocks, and cached when their blocks are freed.
@@ -17,7 +19,7 @@
 //      same call, every page up to the budget after it (growth in the largest steps that keep
 //      reserved memory under ~1.02 x H if the peak comes now). A request whose pages would pass
 //      1/52 above H (the reclaim line, short of 1.02 x) first unmaps cached free pages down to
-//      the budget (the smallest run that suffices, whole, else the largest runs: fewest calls),
+//      that line (the smallest run that suffices, whole, else the largest runs: fewest calls),
 //      so the cache is moved to where it is needed; below that line it maps without moving (one
 //      call, not two).
 //   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap, and a
@@ -70,15 +72,18 @@ class MemreplayPolicy final : public Policy {
     const uint64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     // Under a capacity the pages that live blocks pin decide what fits, not the calls: place for
     // the smallest footprint there (rule 4).
-    const auto placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
+    auto placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
     if (!placement) return std::nullopt;
+    if (!device_.capacity() && placement->new_bytes > 0)
+      if (const auto better = arena_.place_among_mapped(size, *placement)) placement = better;
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);
     uint64_t extend = 0;
     if (placement->new_bytes > 0) {
       const uint64_t limit = budget();
-      if (arena_.mapped_bytes() + placement->new_bytes > reclaim_line(limit))
-        arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - limit, placement->address, size);
+      const uint64_t line = reclaim_line(limit);
+      if (arena_.mapped_bytes() + placement->new_bytes > line)
+        arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - line, placement->address, size);
       const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
       if (const auto cap = device_.capacity(); cap && after > *cap) {
         live_requested_ -= bytes;
@@ -108,9 +113,10 @@ class MemreplayPolicy final : public Policy {
   }
 
   // A placement that needs new pages moves cached ones (unmap here, map there: two calls) only
-  // when it would pass 1/52 (1.92%) above the high-water mark; between the budget and that line
-  // it maps its pages in one call and leaves the cache where it is (rule 3). Under a capacity the
-  // line is the budget, so that what fits under a cap does not change.
+  // when it would pass 1/52 (1.92%) above the high-water mark, and only as many as take it back
+  // to that line; between the budget and the line it maps its pages in one call and leaves the
+  // cache where it is (rule 3). Under a capacity the line is the budget, so that what fits under
+  // a cap does not change.
   uint64_t reclaim_line(uint64_t limit) const {
     if (device_.capacity()) return limit;
     return std::max(limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor);

@@ -54,6 +54,38 @@ std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top
   return best;
 }
 
+std::optional<VmmArena::Placement> VmmArena::place_among_mapped(uint64_t bytes, const Placement& best) {
+  // Inside a free range the mapped pages need not be contiguous (reclaims unmap runs in the middle
+  // of one): a window covers the most of them where it starts at a mapped run's start or ends at
+  // one's end, so those are the only other places to try. Among equal costs the shortest run
+  // wins (best fit among cached runs): a block placed in a long run cuts it, and a later reclaim
+  // then needs several runs, an unmap each, where the whole run would have been one.
+  std::optional<Placement> better;
+  uint64_t cheapest = best.new_bytes;
+  uint64_t shortest_run = UINT64_MAX;
+  ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
+    const uint64_t low = range->start;
+    const uint64_t high = range->end - bytes;
+    auto it = mapped_.upper_bound(low);
+    if (it != mapped_.begin()) --it;
+    for (; it != mapped_.end() && it->first < range->end; ++it) {
+      if (it->second <= low) continue;
+      const uint64_t run = std::min(it->second, range->end) - std::max(it->first, low);
+      for (const uint64_t address : {std::clamp(it->first, low, high),
+                                     std::clamp(it->second, low + bytes, high + bytes) - bytes}) {
+        const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
+        if (cost < cheapest || (better && cost == cheapest && run < shortest_run)) {
+          better = Placement{address, cost, range};
+          cheapest = cost;
+          shortest_run = run;
+        }
+      }
+    }
+    return true;  // a shorter run may lie in a larger range
+  });
+  return better;
+}
+
 uint64_t VmmArena::footprint_of(const suballoc::Range& range, uint64_t address, uint64_t bytes) const {
   const uint64_t lo = page_floor(address);
   const uint64_t hi = page_ceil(address + bytes);

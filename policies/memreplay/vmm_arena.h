@@ -42,6 +42,10 @@ class VmmArena {
   // `from_top`: among equal costs prefer the high end of a free range (large blocks gather at the
   // top of the address space, small ones at the bottom).
   std::optional<Placement> place(uint64_t bytes, bool from_top);
+  // A placement of `bytes` that needs fewer new pages than `best` (place()'s), at the start or end
+  // of a mapped run inside a free range, the shortest such run among equal costs; nullopt when
+  // there is none.
+  std::optional<Placement> place_among_mapped(uint64_t bytes, const Placement& best);
   // Where `bytes` adds the fewest pages to those live blocks touch (the footprint a capacity must
   // hold), then the fewest newly mapped pages, then best fit.
   std::optional<Placement> place_tightest(uint64_t bytes);
