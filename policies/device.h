@@ -69,7 +69,10 @@ class Device {
 
   // cudaMalloc: nullopt when the device (or its capacity) has no room.
   virtual std::optional<uint64_t> malloc(uint64_t bytes) = 0;
-  // cudaFree of an address malloc() returned.
+  // cudaFree of an address malloc() returned. An address that is not a live malloc() (never
+  // handed out, or freed already) throws std::logic_error with nothing changed: every device
+  // knows its live allocations, so a policy need not keep a second map only to refuse a foreign
+  // free (passthrough turns the throw into the contract's false).
   virtual void free(uint64_t address) = 0;
 
   // Virtual memory management (cuMemAddressReserve / cuMemAddressFree): address space only.

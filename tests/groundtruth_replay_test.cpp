@@ -36,6 +36,8 @@ class RecordingSimDevice final : public Device {
     return address;
   }
   void free(uint64_t address) override {
+    // at() throws std::out_of_range (a std::logic_error) before anything is logged, as the
+    // Device contract asks of a foreign address.
     log.emplace_back("segment_free", sizes_.at(address));
     sizes_.erase(address);
     sim_.free(address);

@@ -22,6 +22,7 @@
 #include "replayer/replay_session.h"
 #include "tools/bench/bench_support.h"
 
+#include <stdexcept>
 #include <unordered_map>
 
 extern "C" const memreplay_policy_plugin* example_plugin_built_in_table(void);
@@ -41,8 +42,11 @@ class BumpDevice final : public Device {
     return address;
   }
   void free(uint64_t address) override {
+    const auto it = sizes_.find(address);
+    if (it == sizes_.end()) throw std::logic_error("BumpDevice::free of an address it never handed out");
     ++counters_.free_calls;
-    counters_.remove_reserved(sizes_[address]);
+    counters_.remove_reserved(it->second);
+    sizes_.erase(it);
   }
   std::optional<uint64_t> reserve_address(uint64_t) override { return std::nullopt; }
   void release_address(uint64_t, uint64_t) override {}
