@@ -5,13 +5,14 @@
 // The first two hold on every trace, the third on 3 of 9. For the others the test asserts the
 // measured figure as a ceiling (so that a regression fails) and that the target is still missed
 // (so that the list stays true); kKnownCallsGaps lists them. It prints floor / PyTorch / memreplay
-// and a verdict for each trace: "impossible" where the floor is above PyTorch's calls
-// (docs/memreplay-policy-calls.md).
+// and a verdict for each trace: "impossible" where even the floor with one page of rounding slack
+// is above PyTorch's calls (tests/test_support/growth_bound.h, docs/memreplay-policy-calls.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "policies/memreplay/vmm_arena.h"
 #include "replayer/replay_runner.h"
@@ -156,9 +157,12 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
   const uint64_t their_calls = pytorch.device_alloc_calls + pytorch.device_free_calls;
   // The floor any policy within 1.02 x pays in growth calls (tests/test_support/growth_bound.h);
   // ours keeps within 1/64 of its high-water mark, so it cannot beat it.
-  const uint64_t bound = testing::min_growth_calls(testing::live_curve(read_lifetimes(options.trace_path)));
-  EXPECT_GE(ours.device_alloc_calls, bound) << "the growth bound is wrong";
-  const bool possible = bound <= their_calls;
+  const std::vector<uint64_t> live = testing::live_curve(read_lifetimes(options.trace_path));
+  const uint64_t bound = testing::min_growth_calls(live);
+  EXPECT_GE(ours.device_alloc_calls, bound) << "memreplay left the 1.02 x line by more than rounding forces";
+  // One 2 MiB page of slack at every moment: what a page-granular policy cannot avoid.
+  const uint64_t page_slack_bound = testing::min_growth_calls(live, 2u << 20);
+  const bool possible = page_slack_bound <= their_calls;
   const auto gap = kKnownCallsGaps.find(GetParam());
   if (gap == kKnownCallsGaps.end()) {
     EXPECT_LE(our_calls, their_calls) << "device calls";
@@ -168,9 +172,10 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
     EXPECT_GT(our_calls, their_calls) << "the calls target is met now: take it off kKnownCallsGaps";
   }
   const char* verdict = our_calls <= their_calls ? "met" : possible ? "NOT MET (the floor allows it)"
-                                                                    : "impossible (floor above pytorch)";
-  std::printf("%-30s floor %4llu | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu) | %s\n",
-              GetParam().c_str(), static_cast<unsigned long long>(bound), static_cast<unsigned long long>(their_calls),
+                                                                    : "impossible (even the one-page floor is above pytorch)";
+  std::printf("%-30s floor %4llu (one page of slack: %4llu) | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu) | %s\n",
+              GetParam().c_str(), static_cast<unsigned long long>(bound),
+              static_cast<unsigned long long>(page_slack_bound), static_cast<unsigned long long>(their_calls),
               static_cast<unsigned long long>(pytorch.device_alloc_calls),
               static_cast<unsigned long long>(pytorch.device_free_calls), static_cast<unsigned long long>(our_calls),
               static_cast<unsigned long long>(ours.device_alloc_calls),
