@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# Packs two builds' benchmark binaries (policy_bench, replay_bench, memreplay) for the lent GPU
-# host's CPU, which has none of our libraries: BUNDLE/{base,new}/ with the stripped binaries,
-# BUNDLE/deps/ with every shared library they load but glibc's own, the benchmark scripts and the
-# gpt2_generate snapshot. BUNDLE/run.sh (written by the caller) then compares them there.
-#   tools/bench/h200_bundle.sh BASE_TOOLS_DIR NEW_TOOLS_DIR BUNDLE
+# Packs two builds' benchmark binaries (policy_bench, memreplay) for the lent GPU host's CPU, which
+# has none of our libraries: BUNDLE/{base,new}/ with the stripped binaries and lib/ with every
+# shared library they load but glibc's own (each side its own libmemreplay_policies.so: a build's
+# binaries find their library through RUNPATH, which LD_LIBRARY_PATH overrides), wrappers
+# BUNDLE/{base,new}-{policy_bench,memreplay}, the benchmark scripts and the gpt2_generate snapshot.
+#   tools/bench/h200_bundle.sh BASE_BIN_DIR BASE_LIB_DIR NEW_BIN_DIR NEW_LIB_DIR BUNDLE
+# (a build's BIN_DIR is build/tools, its LIB_DIR build/policies). BUNDLE/run.sh, the caller's,
+# then compares them there; the wrappers resolve their paths at run time.
 set -euo pipefail
-base=$1
-new=$2
-bundle=$3
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$bundle/deps"
-for side in base new; do
-  dir=$base
-  [ "$side" = new ] && dir=$new
-  mkdir -p "$bundle/$side"
-  for tool in policy_bench replay_bench memreplay; do
-    strip -o "$bundle/$side/$tool" "$dir/$tool"
-    ldd "$dir/$tool" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+bundle=$5
+pack_side() {  # side bin_dir lib_dir
+  mkdir -p "$bundle/$1/lib"
+  for tool in policy_bench memreplay; do
+    strip -o "$bundle/$1/$tool" "$2/$tool"
+    LD_LIBRARY_PATH=$3 ldd "$2/$tool" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
       case "$(basename "$lib")" in
         libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
-        *) cp -L "$lib" "$bundle/deps/" ;;
+        *) cp -L "$lib" "$bundle/$1/lib/" ;;
       esac
     done
+    printf '#!/bin/bash\nd=$(cd "$(dirname "$0")" && pwd)/%s\nLD_LIBRARY_PATH=$d/lib exec $d/%s "$@"\n' \
+      "$1" "$tool" >"$bundle/$1-$tool"
+    chmod +x "$bundle/$1-$tool"
   done
-done
-cp "$here/best_of_policies.sh" "$here/best_of_replay.sh" "$here/import_vs_python.sh" \
-  "$here/../make_big_snapshot.py" "$here/../../../shared/traces/gpt2_generate.default.pickle.xz" "$bundle/"
+}
+abs() { (cd "$1" && pwd); }
+pack_side base "$(abs "$1")" "$(abs "$2")"
+pack_side new "$(abs "$3")" "$(abs "$4")"
+cp "$here/best_of_policies.sh" "$here/import_vs_python.sh" "$here/../make_big_snapshot.py" \
+  "$here/../../../shared/traces/gpt2_generate.default.pickle.xz" "$bundle/"
 echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1))"
