@@ -237,6 +237,17 @@ TEST_F(HostileInput, TraceEntryWithManyKeysReferencedManyTimesIsRefused) {
   EXPECT_NE(error.find("refers to the same objects over and over"), std::string::npos) << error;
 }
 
+// Compressed, the pickle is read behind its decoder and the work budget grows with the bytes
+// decoded so far (snapshot_reader.cpp, charge()): it still ends at the whole input's budget.
+TEST_F(HostileInput, AmplifiersAreRefusedWhenCompressedToo) {
+  for (const std::string& pickle : {annotation_amplifier(200'000), entry_amplifier(20'000, 100'000)}) {
+    std::string zst(ZSTD_compressBound(pickle.size()), '\0');
+    zst.resize(ZSTD_compress(zst.data(), zst.size(), pickle.data(), pickle.size(), 1));
+    const std::string error = expect_import_refused(zst);
+    EXPECT_NE(error.find("refers to the same objects over and over"), std::string::npos) << error;
+  }
+}
+
 TEST(HostileSnapshot, AFewAliasesStillImport) {
   // The same entry 10 times (10 segment_allocs of one address would be odd, but it is data):
   // the budget leaves room for real sharing.

@@ -23,6 +23,8 @@ using snapshot_entry::NodeCache;
 
 // Far above any real machine; keeps a corrupt device index from sizing vectors by it.
 constexpr uint64_t kMaxDevices = 1024;
+// How much more decoded input the work budget asks for at a time while the input still grows.
+constexpr uint64_t kBudgetStepBytes = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -58,11 +60,17 @@ class SnapshotReader::Impl {
   // per unit (gpt2_generate: 32.4 MB, 4.3 M units), so 2 units per input byte is never reached;
   // a pickle that aliases one dict, list or string many times over (legal, a few bytes per
   // reference) would otherwise expand into work and memory proportional to references × size.
+  // While the input still grows, the budget grows with it: the bytes decoded so far, and if they
+  // do not suffice, more of them, never the whole input at once (that would wait for the decoder
+  // to finish and leave the parse nothing to overlap it with). Once all of it is there, the
+  // budget is the same as when it was all there from the start.
   void charge(uint64_t units, Value at) {
-    if (units > budget_ && growing_ != nullptr) {  // the whole input's budget, as when it is all there
-      const uint64_t all = growing_->wait_for(UINT64_MAX);
-      budget_ += 2 * (all - budgeted_bytes_);
-      growing_ = nullptr;
+    while (units > budget_ && growing_ != nullptr) {
+      const uint64_t want = budgeted_bytes_ + std::max<uint64_t>((units - budget_ + 1) / 2, kBudgetStepBytes);
+      const uint64_t have = growing_->wait_for(want);
+      budget_ += 2 * (have - budgeted_bytes_);
+      budgeted_bytes_ = have;
+      if (have < want) growing_ = nullptr;  // complete
     }
     if (units > budget_)
       fail(at, "the snapshot refers to the same objects over and over (more work than its size "
