@@ -7,6 +7,7 @@
 # BUILD_DIR is configured as fuzz/README.md says (Debian's clang, MEMREPLAY_FUZZ=ON,
 # RelWithDebInfo, ASan+UBSan); BUNDLE is emptied first.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 tree=$(cd "$1" && pwd)
 build=$2
 bundle=$3
@@ -23,15 +24,8 @@ cmake --build "$build" --target "${targets[@]}"
 rm -rf "$bundle"
 mkdir -p "$bundle/lib" "$bundle/corpus"
 for target in "${targets[@]}"; do
-  strip -o "$bundle/$target" "$build/fuzz/$target"
+  "$here/../tools/pack_with_libs.sh" "$build/fuzz/$target" "$bundle" "$bundle/lib"
   cp -r "$tree/fuzz/corpus/$target" "$bundle/corpus/"
-  # Every library the loader resolves, but the C library's own (the host has those).
-  ldd "$build/fuzz/$target" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
-      *) cp -L "$lib" "$bundle/lib/" ;;
-    esac
-  done
 done
 cp "$tree/fuzz/parallel.sh" "$tree/fuzz/campaign.sh" "$bundle/"
 echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1)): ${targets[*]}; lib/: $(ls "$bundle/lib" | tr '\n' ' ')"

@@ -37,6 +37,8 @@ struct DeviceCounters {
   // Wall time spent inside driver calls, in ns (0 on the simulator, which has no driver).
   uint64_t device_call_ns = 0;
 
+  friend bool operator==(const DeviceCounters&, const DeviceCounters&) = default;
+
   // Every change of reserved_bytes goes through these two, on every device.
   void add_reserved(uint64_t bytes) {
     reserved_bytes += bytes;
@@ -69,11 +71,13 @@ class Device {
 
   // cudaMalloc: nullopt when the device (or its capacity) has no room.
   virtual std::optional<uint64_t> malloc(uint64_t bytes) = 0;
-  // cudaFree of an address malloc() returned. An address that is not a live malloc() (never
-  // handed out, or freed already) throws std::logic_error with nothing changed: every device
-  // knows its live allocations, so a policy need not keep a second map only to refuse a foreign
-  // free (passthrough turns the throw into the contract's false).
-  virtual void free(uint64_t address) = 0;
+  // cudaFree of an address malloc() returned. False, with nothing changed and no driver call, for
+  // an address that is not a live malloc() (never handed out, or freed already), as
+  // pool_free_async answers: every device knows its live allocations, so a policy need not keep
+  // a second map only to refuse a foreign free (passthrough returns this false as its own). A
+  // caller that frees only what it holds goes through free_held() below. A real device's failure
+  // (a CUDA error) still throws.
+  [[nodiscard]] virtual bool free(uint64_t address) = 0;
 
   // Virtual memory management (cuMemAddressReserve / cuMemAddressFree): address space only.
   virtual std::optional<uint64_t> reserve_address(uint64_t bytes) = 0;
@@ -144,5 +148,17 @@ class Device {
   // pages. The engine uses them to measure free-space fragmentation; empty if unknown.
   virtual std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const { return {}; }
 };
+
+namespace detail {
+[[noreturn]] void throw_refused_free(uint64_t address);
+}  // namespace detail
+
+// Device::free for a caller that frees only addresses it got from malloc() and still holds (every
+// caching policy, the plugin bridge): a refusal there is the caller's own bookkeeping gone wrong,
+// a bug and never a result, so it throws std::logic_error naming the address.
+inline void free_held(Device& device, uint64_t address) {
+  if (!device.free(address)) [[unlikely]]
+    detail::throw_refused_free(address);
+}
 
 }  // namespace memreplay

@@ -1,7 +1,6 @@
 #include "replayer/sim_device.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace memreplay {
 namespace {
@@ -55,7 +54,7 @@ std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
   return address;
 }
 
-void SimDevice::free(uint64_t address) {
+bool SimDevice::free(uint64_t address) {
   // The model's live map and recorded_live_ know each segment's bytes: no third map for them.
   std::optional<uint64_t> bytes;
   if (const auto recorded = recorded_live_.empty() ? recorded_live_.end() : recorded_live_.find(address);
@@ -65,10 +64,11 @@ void SimDevice::free(uint64_t address) {
   } else {
     bytes = heap_.release(address);
   }
-  if (!bytes) throw std::logic_error("SimDevice::free of an address it never handed out");
+  if (!bytes) return false;
   if (placement_.in_step()) placement_.replay_free(address);
   counters_.remove_reserved(*bytes);
   ++counters_.free_calls;
+  return true;
 }
 
 bool SimDevice::recorded_range_is_free(uint64_t address, uint64_t bytes) const {

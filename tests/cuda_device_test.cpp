@@ -114,7 +114,7 @@ TEST(CudaDevice, MallocAndFree) {
   EXPECT_EQ(c.malloc_calls, 1u);
   EXPECT_EQ(c.reserved_bytes, 64 * kMiB + 3);
   EXPECT_EQ(device->backed_ranges().size(), 1u);
-  device->free(*a);
+  EXPECT_TRUE(device->free(*a));
   EXPECT_EQ(c.free_calls, 1u);
   EXPECT_EQ(c.reserved_bytes, 0u);
   EXPECT_EQ(c.reserved_peak, 64 * kMiB + 3);
@@ -130,7 +130,7 @@ TEST(CudaDevice, DriverOutOfMemoryIsAResult) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the error state must be cleared";
   const auto a = device->malloc(kMiB);
   ASSERT_TRUE(a);
-  device->free(*a);
+  EXPECT_TRUE(device->free(*a));
 }
 
 TEST(CudaDevice, MapAndUnmapPages) {
@@ -183,7 +183,7 @@ TEST(CudaDevice, CapacityIsEnforcedWithoutCallingTheDriver) {
   EXPECT_GT(ns_after_reserve, ns);
   EXPECT_EQ(device->counters().failed_calls, 2u);
   EXPECT_LE(device->free_memory(), 2 * kMiB);
-  device->free(*a);
+  EXPECT_TRUE(device->free(*a));
   EXPECT_TRUE(device->map(*base, page));
   device->unmap(*base, page);
   device->release_address(*base, 2 * page);

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "policies/registry.h"
@@ -106,22 +105,6 @@ class RecordingPolicy final : public Policy {
   }
   uint64_t next_ = 0;
 };
-
-// policies/device.h: a free of an address that is not a live malloc() throws std::logic_error and
-// changes nothing (passthrough relies on it instead of a live map of its own).
-TEST(Engine, TheSimDeviceRefusesAForeignOrSecondFreeAndChangesNothing) {
-  SimDevice device(SimDevice::Options{});
-  const auto address = device.malloc(1 << 20);
-  ASSERT_TRUE(address);
-  const DeviceCounters before = device.counters();
-  EXPECT_THROW(device.free(*address + 512), std::logic_error);
-  EXPECT_EQ(device.counters().reserved_bytes, before.reserved_bytes);
-  EXPECT_EQ(device.counters().free_calls, before.free_calls);
-  device.free(*address);
-  EXPECT_EQ(device.counters().reserved_bytes, 0u);
-  EXPECT_THROW(device.free(*address), std::logic_error);
-  EXPECT_EQ(device.counters().free_calls, before.free_calls + 1);
-}
 
 TEST(Engine, FreePassesTheStreamOfTheFreeEvent) {
   SimDevice device(SimDevice::Options{});

@@ -35,12 +35,13 @@ class RecordingSimDevice final : public Device {
     }
     return address;
   }
-  void free(uint64_t address) override {
-    // at() throws std::out_of_range (a std::logic_error) before anything is logged, as the
-    // Device contract asks of a foreign address.
-    log.emplace_back("segment_free", sizes_.at(address));
-    sizes_.erase(address);
-    sim_.free(address);
+  bool free(uint64_t address) override {
+    // A foreign address is refused before anything is logged, as the Device contract asks.
+    const auto it = sizes_.find(address);
+    if (it == sizes_.end()) return false;
+    log.emplace_back("segment_free", it->second);
+    sizes_.erase(it);
+    return sim_.free(address);
   }
   std::optional<uint64_t> reserve_address(uint64_t bytes) override { return sim_.reserve_address(bytes); }
   void release_address(uint64_t address, uint64_t bytes) override { sim_.release_address(address, bytes); }

@@ -91,8 +91,8 @@ TEST(RecordedPlacement, SimDeviceRefusesARecordedAddressItCannotTake) {
   ASSERT_TRUE(second.has_value());
   EXPECT_NE(*second, kA + 2 * kMiB);
   EXPECT_TRUE(sim.left_recorded_placement());
-  sim.free(kA);
-  sim.free(*second);
+  EXPECT_TRUE(sim.free(kA));
+  EXPECT_TRUE(sim.free(*second));
   EXPECT_EQ(sim.counters().reserved_bytes, 0u);
 
   SimDevice zero(SimDevice::Options{});

@@ -91,7 +91,7 @@ class BuddyPolicy final : public Policy {
       auto& list = free_[order_of(it->second)];
       if (const auto whole = list.find(it->first); whole != list.end()) {
         list.erase(whole);
-        device_.free(it->first);
+        free_held(device_, it->first);
         it = regions_.erase(it);
       } else {
         ++it;

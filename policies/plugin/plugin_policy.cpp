@@ -76,7 +76,7 @@ class DeviceBridge {
     bridge.guarded([&] {
       if (bridge.mallocs_.erase(address) == 0)
         return bridge.fail("freed device memory at " + hex(address) + " that it does not hold (freed twice?)");
-      bridge.device_.free(address);
+      free_held(bridge.device_, address);
     });
   }
   static int reserve_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {

@@ -269,7 +269,7 @@ void CachingAllocatorPolicy::record_inactive_split(int64_t blocks, int64_t bytes
 }
 
 void CachingAllocatorPolicy::release_block(CacheBlock* block) {
-  device_.free(block->address);
+  free_held(device_, block->address);
   stats_.segment.decrease(1);
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   block->pool->blocks.erase(block);

@@ -47,7 +47,7 @@ uint64_t CoalescingRegions::free_regions(uint64_t wanted) {
     if (freed >= wanted) break;
     chunks_.remove_chain(chunks_.chain_head(start));
     regions_.erase(start);
-    device_.free(start);
+    free_held(device_, start);
     region_bytes_ -= size;
     freed += size;
   }

@@ -126,9 +126,9 @@ std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
   return address;
 }
 
-void CudaDevice::free(uint64_t address) {
+bool CudaDevice::free(uint64_t address) {
   const auto it = malloced_.find(address);
-  if (it == malloced_.end()) throw std::logic_error("CudaDevice::free of an address it never handed out");
+  if (it == malloced_.end()) return false;
   {
     CallTimer timer(counters_.device_call_ns);
     CUDA_TRY(cudaFree(as_pointer(address)));
@@ -136,6 +136,7 @@ void CudaDevice::free(uint64_t address) {
   counters_.remove_reserved(it->second);
   malloced_.erase(it);
   ++counters_.free_calls;
+  return true;
 }
 
 std::optional<uint64_t> CudaDevice::reserve_address(uint64_t bytes) {

@@ -51,7 +51,7 @@ class CudaDevice final : public Device {
   static std::optional<std::string> unavailable_reason(int index);
 
   std::optional<uint64_t> malloc(uint64_t bytes) override;
-  void free(uint64_t address) override;
+  bool free(uint64_t address) override;
   std::optional<uint64_t> reserve_address(uint64_t bytes) override;
   void release_address(uint64_t address, uint64_t bytes) override;
   bool map(uint64_t address, uint64_t bytes) override;

@@ -42,7 +42,7 @@ class ExactSizeCachePolicy final : public Policy {
   }
 
   void do_empty_cache() override {
-    for (const auto& [size, address] : cached_) device_.free(address);
+    for (const auto& [size, address] : cached_) free_held(device_, address);
     cached_.clear();
   }
 

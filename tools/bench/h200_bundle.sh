@@ -11,15 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$5
 pack_side() {  # side bin_dir lib_dir
-  mkdir -p "$bundle/$1/lib"
   for tool in policy_bench memreplay; do
-    strip -o "$bundle/$1/$tool" "$2/$tool"
-    LD_LIBRARY_PATH=$3 ldd "$2/$tool" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
-      case "$(basename "$lib")" in
-        libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) ;;
-        *) cp -L "$lib" "$bundle/$1/lib/" ;;
-      esac
-    done
+    LD_LIBRARY_PATH=$3 "$here/../pack_with_libs.sh" "$2/$tool" "$bundle/$1" "$bundle/$1/lib"
     printf '#!/bin/bash\nd=$(cd "$(dirname "$0")" && pwd)/%s\nLD_LIBRARY_PATH=$d/lib exec $d/%s "$@"\n' \
       "$1" "$tool" >"$bundle/$1-$tool"
     chmod +x "$bundle/$1-$tool"

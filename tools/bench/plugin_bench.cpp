@@ -1,6 +1,6 @@
 // Plugin call overhead: the example plugin's policy (examples/plugin/exact_size_plugin.c)
 //   BM_PluginPolicy/built_in   compiled into this program and called directly (a C++ Policy
-//                              calling the C functions, the device passed through unchecked)
+//                              calling the C functions, the device passed through without the bridge's checks)
 //   BM_PluginPolicy/plugin     the same code dlopen'ed through --plugin's loader: C ABI calls
 //                              and the checks that catch a misbehaving plugin
 // side by side on gpt2_generate.default (302,078 events in memory, engine + policy timed) over a
@@ -21,50 +21,15 @@
 #include "recorder/import/trace_writer.h"
 #include "replayer/replay_session.h"
 #include "tools/bench/bench_support.h"
+#include "tools/bench/bump_device.h"
 
-#include <stdexcept>
-#include <unordered_map>
 
 extern "C" const memreplay_policy_plugin* example_plugin_built_in_table(void);
 
 namespace memreplay {
 namespace {
 
-// cudaMalloc as a bump pointer, cudaFree as nothing: the cheapest device that counts.
-class BumpDevice final : public Device {
- public:
-  std::optional<uint64_t> malloc(uint64_t bytes) override {
-    const uint64_t address = next_;
-    next_ += (bytes + 511) / 512 * 512;
-    ++counters_.malloc_calls;
-    counters_.add_reserved(bytes);
-    sizes_[address] = bytes;
-    return address;
-  }
-  void free(uint64_t address) override {
-    const auto it = sizes_.find(address);
-    if (it == sizes_.end()) throw std::logic_error("BumpDevice::free of an address it never handed out");
-    ++counters_.free_calls;
-    counters_.remove_reserved(it->second);
-    sizes_.erase(it);
-  }
-  std::optional<uint64_t> reserve_address(uint64_t) override { return std::nullopt; }
-  void release_address(uint64_t, uint64_t) override {}
-  bool map(uint64_t, uint64_t) override { return false; }
-  void unmap(uint64_t, uint64_t) override {}
-  uint64_t granularity() const override { return 2 << 20; }
-  uint64_t total_memory() const override { return 1ull << 40; }
-  std::optional<uint64_t> capacity() const override { return std::nullopt; }
-  uint64_t free_memory() const override { return 1ull << 40; }
-  const DeviceCounters& counters() const override { return counters_; }
-
- private:
-  uint64_t next_ = 1ull << 40;
-  DeviceCounters counters_;
-  std::unordered_map<uint64_t, uint64_t> sizes_;
-};
-
-// The plugin's functions called directly, its device calls forwarded without checks.
+// The plugin's functions called directly, its device calls forwarded without the bridge's checks.
 class BuiltInExample final : public Policy {
  public:
   explicit BuiltInExample(Device& device) : table_(*example_plugin_built_in_table()), device_(device) {
@@ -81,7 +46,7 @@ class BuiltInExample final : public Policy {
     if (got) *address = *got;
     return got ? 0 : 1;
   }
-  static void free_cb(void* context, uint64_t address) { static_cast<BuiltInExample*>(context)->device_.free(address); }
+  static void free_cb(void* context, uint64_t address) { free_held(static_cast<BuiltInExample*>(context)->device_, address); }
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     uint64_t address = 0, size = 0;
     if (table_.allocate(state_, bytes, stream, &address, &size) != MEMREPLAY_PLUGIN_OK) return std::nullopt;
@@ -96,7 +61,7 @@ class BuiltInExample final : public Policy {
 };
 
 void replay(benchmark::State& state, const std::function<std::unique_ptr<Policy>(Device&)>& make) {
-  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<BumpDevice>(); }, make);
+  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<bench::BumpDevice>(); }, make);
 }
 
 void BM_PluginPolicy_built_in(benchmark::State& state) {
