@@ -135,6 +135,8 @@ class Unpickler {
   // A dict's first batch: its values go to children_, its keys to a shape it shares with a
   // recent dict that had the same keys in the same order.
   void fill_shaped(Tree::Container& c, size_t from, uint32_t count);
+  struct Shape;
+  bool shape_matches(const Shape& shape, const Ref* pairs, uint32_t count) const;
 
   // A shaped dict that gets a second batch goes back to interleaved keys and values, copied to
   // a fresh run (at most once per dict, so memory stays linear in the input).
@@ -201,15 +203,21 @@ class Unpickler {
     memo_.set(index, stack_.back());
   }
   [[gnu::always_inline]] void memo_get(uint64_t index) {
-    if (index >= memo_.size() || memo_[index] == kUnsetMemo)
-      fail_here("memo index " + std::to_string(index) + " was never stored");
-    if (streaming_) {
-      if (memo_[index] == kTakenMemo)
+    // One load of the slot: most GETs fetch a key string, a scalar, which is never taken or
+    // shared (kTakenMemo has no kScalarBit, kUnsetMemo has it).
+    const Ref ref = index < memo_.size() ? memo_[index] : kUnsetMemo;
+    if (ref == kUnsetMemo) fail_here("memo index " + std::to_string(index) + " was never stored");
+    if (streaming_ && !(ref & Tree::kScalarBit)) {
+      if (ref == kTakenMemo)
         fail_here("memo index " + std::to_string(index) + " refers back to a trace entry (not a pickle torch writes)");
-      note_shared(memo_[index]);
+      note_shared(ref);
     }
-    push(memo_[index]);
+    push(ref);
   }
+
+  // From the opcode at op_pos_: a run of the scalar opcodes a trace entry's pairs consist of,
+  // executed without leaving a tight loop. See pickle_reader.cpp. False when it executed none.
+  bool run_scalar_ops();
 
   [[noreturn]] void refuse_code();
 
@@ -243,6 +251,7 @@ class Unpickler {
   };
   std::array<Shape, 4> recent_shapes_{};
   size_t next_shape_slot_ = 0;
+  size_t last_shape_slot_ = 0;  // the one fill_shaped matched or made last
 };
 
 }  // namespace memreplay::pickle

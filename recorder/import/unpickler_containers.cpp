@@ -18,24 +18,37 @@ void Unpickler::append_items(Ref container, size_t from) {
   stack_.resize(from);
 }
 
+// Whether the keys at shape_keys_[shape.begin, ...) are those of stack[from..]'s pairs.
+bool Unpickler::shape_matches(const Shape& shape, const Ref* pairs, uint32_t count) const {
+  if (shape.pairs != count) return false;
+  const Ref* keys = tree_.shape_keys_.data() + shape.begin;
+  for (uint32_t i = 0; i < count; ++i)
+    if (keys[i] != pairs[2 * i]) return false;
+  return true;
+}
+
 void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
   const uint32_t pairs = count / 2;
-  auto& keys = tree_.shape_keys_;
+  const Ref* items = stack_.data() + from;
+  // At most one recent shape has these keys (a shape is added only when none matched), so the
+  // last one matched is tried first: consecutive trace entries nearly always share it.
   const Shape* shape = nullptr;
-  for (const Shape& s : recent_shapes_) {
-    if (s.pairs != pairs) continue;
-    uint32_t i = 0;
-    while (i < pairs && keys[s.begin + i] == stack_[from + 2 * i]) ++i;
-    if (i == pairs) {
-      shape = &s;
-      break;
-    }
+  if (shape_matches(recent_shapes_[last_shape_slot_], items, pairs)) {
+    shape = &recent_shapes_[last_shape_slot_];
+  } else {
+    for (size_t i = 0; i < recent_shapes_.size() && shape == nullptr; ++i)
+      if (shape_matches(recent_shapes_[i], items, pairs)) {
+        shape = &recent_shapes_[i];
+        last_shape_slot_ = i;
+      }
   }
+  auto& keys = tree_.shape_keys_;
   if (shape == nullptr) {
-    Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
+    last_shape_slot_ = next_shape_slot_++ % recent_shapes_.size();
+    Shape& slot = recent_shapes_[last_shape_slot_];
     check_room(keys.size(), pairs);
     slot = {static_cast<uint32_t>(keys.size()), pairs};
-    for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
+    for (uint32_t i = 0; i < pairs; ++i) keys.push_back(items[2 * i]);
     shape = &slot;
   }
   auto& children = tree_.children_;
@@ -45,12 +58,13 @@ void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
   if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
     c.begin = free_values_[pairs].back();
     free_values_[pairs].pop_back();
-    for (uint32_t i = 0; i < pairs; ++i) children[c.begin + i] = stack_[from + 2 * i + 1];
-    return;
+  } else {
+    check_room(children.size(), pairs);
+    c.begin = static_cast<uint32_t>(children.size());
+    children.resize(children.size() + pairs);
   }
-  check_room(children.size(), pairs);
-  c.begin = static_cast<uint32_t>(children.size());
-  for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
+  Ref* values = children.data() + c.begin;
+  for (uint32_t i = 0; i < pairs; ++i) values[i] = items[2 * i + 1];
 }
 
 void Unpickler::unshape(Tree::Container& c) {
