@@ -277,7 +277,7 @@ inline uint64_t Value::offset() const {
   return tree_->container_offsets_[ref_];
 }
 
-inline Kind Value::kind() const {
+[[gnu::always_inline]] inline Kind Value::kind() const {
   if (ref_ & Tree::kScalarBit) return tree_->scalar_kind(ref_ & ~Tree::kScalarBit);
   return tree_->containers_[ref_].kind;
 }

@@ -51,6 +51,9 @@ class Unpickler {
 
   [[noreturn, gnu::cold, gnu::noinline]] void fail(uint64_t at, const std::string& what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_here(const std::string& what) const;
+  // For a literal: the std::string is then built in the cold function, not in the hot caller,
+  // whose frame and saved registers it would otherwise enlarge.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_here(const char* what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(uint64_t needed) const;
 
   // --- input ---
@@ -148,13 +151,14 @@ class Unpickler {
   // Refuses a tree of more than 2^32 items (Container counts them in 32 bits): only a pickle of
   // 4 GiB or more, not streamed, has that many.
   void check_room(uint64_t items, uint64_t more) const {
-    if (items + more > std::numeric_limits<uint32_t>::max())
-      fail_here("more than 2^32 items in one tree (not a snapshot's shape, which is streamed)");
+    if (items + more > std::numeric_limits<uint32_t>::max()) fail_room();
   }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_room() const;
   // A new container holding stack[from..], which it replaces on the stack.
   void collapse(Kind kind, size_t from);
   // APPEND(S), SETITEM(S), ADDITEMS: items from `from` go into the object just below them.
   void extend(Kind expected, size_t from);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_target(Kind kind, Kind expected) const;
 
   // --- streaming device traces (see DeviceTraceSink) ---
 
