@@ -1,7 +1,7 @@
 // The unpickler's machine (the contract is pickle_reader.h's): one class, its parts in files by
 // responsibility. The hot paths of each part are defined here, in the class, so that they inline
 // into the opcode loop; the rest is in
-//   pickle_reader.cpp          the opcode loop (run, step) and unpickle()
+//   pickle_reader.cpp          the opcode loops (run, run_scalar_ops, step) and unpickle()
 //   unpickler_input.cpp        reading the input, whole or growing: bytes, lines, numbers, errors
 //   unpickler_containers.cpp   the Tree's containers and their layouts (Tree::Container)
 //   unpickler_streaming.cpp    device traces handed to the DeviceTraceSink, entries recycled
