@@ -2,6 +2,7 @@
 #include "recorder/import/pickle_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <string>
@@ -17,6 +18,35 @@ constexpr uint64_t kReservedInputBytes = uint64_t{1} << 30;
 
 // Scalars are decoded with memcpy into integers (detail::load_le).
 static_assert(std::endian::native == std::endian::little, "memreplay reads pickles on little-endian hosts");
+
+// The opcodes that make up nearly all of a snapshot pickle, numbered densely: run()'s switch on
+// them is then one table jump, where a switch on the sparse opcode bytes compiled to four range
+// checks before it (a snapshot has about 20 opcodes per trace entry).
+enum class HotOp : uint8_t {
+  other, long_binget, binget, memoize, long1, binint1, binint2, binint, short_binunicode, mark,
+  empty_dict, setitems, stop,
+};
+constexpr std::array<HotOp, 256> make_hot_ops() {
+  std::array<HotOp, 256> h{};  // HotOp::other
+  h[LONG_BINGET] = HotOp::long_binget; h[BINGET] = HotOp::binget; h[MEMOIZE] = HotOp::memoize;
+  h[LONG1] = HotOp::long1; h[BININT1] = HotOp::binint1; h[BININT2] = HotOp::binint2;
+  h[BININT] = HotOp::binint; h[SHORT_BINUNICODE] = HotOp::short_binunicode; h[MARK] = HotOp::mark;
+  h[EMPTY_DICT] = HotOp::empty_dict; h[SETITEMS] = HotOp::setitems; h[STOP] = HotOp::stop;
+  return h;
+}
+constexpr std::array<HotOp, 256> kHotOps = make_hot_ops();
+
+// The opcodes Unpickler::run_scalar_ops executes, densely numbered for the same reason; int1,
+// int2 and int4 are 1, 2 and 3 so that their argument is 1 << (value - 1) bytes.
+enum class ScalarOp : uint8_t { other, int1, int2, int4, long_binget, binget, long1, short_str };
+constexpr std::array<ScalarOp, 256> make_scalar_ops() {
+  std::array<ScalarOp, 256> h{};  // ScalarOp::other
+  h[BININT1] = ScalarOp::int1; h[BININT2] = ScalarOp::int2; h[BININT] = ScalarOp::int4;
+  h[LONG_BINGET] = ScalarOp::long_binget; h[BINGET] = ScalarOp::binget; h[LONG1] = ScalarOp::long1;
+  h[SHORT_BINUNICODE] = ScalarOp::short_str;
+  return h;
+}
+constexpr std::array<ScalarOp, 256> kScalarOps = make_scalar_ops();
 
 }  // namespace
 
@@ -38,35 +68,111 @@ void Unpickler::run() {
     op_ = static_cast<uint8_t>(data_[pos_++]);
     // The opcodes that make up nearly all of a snapshot pickle, dispatched here so that their
     // handlers inline into this loop; step() has the rest.
-    switch (op_) {
-      case LONG_BINGET: memo_get(read_le(4)); break;
-      case BINGET: memo_get(read_le(1)); break;
-      case MEMOIZE: memo_put(memo_count_); break;
-      case LONG1: push_long(read_le(1)); break;
-      case BININT1: push_scalar(1); break;
-      case BININT2: push_scalar(2); break;
-      case BININT: push_scalar(4); break;
-      case SHORT_BINUNICODE:
+    switch (kHotOps[op_]) {
+      case HotOp::long_binget: if (!run_scalar_ops()) memo_get(read_le(4)); break;
+      case HotOp::binget: if (!run_scalar_ops()) memo_get(read_le(1)); break;
+      case HotOp::memoize: memo_put(memo_count_); break;
+      case HotOp::long1: if (!run_scalar_ops()) push_long(read_le(1)); break;
+      case HotOp::binint1: if (!run_scalar_ops()) push_scalar(1); break;
+      case HotOp::binint2: if (!run_scalar_ops()) push_scalar(2); break;
+      case HotOp::binint: if (!run_scalar_ops()) push_scalar(4); break;
+      case HotOp::short_binunicode:
+        if (run_scalar_ops()) break;
         push_scalar(read_le(1));
         take_next_memoize();
         break;
-      case MARK: marks_.push_back(stack_.size()); break;
-      case EMPTY_DICT:  // in snapshots always followed by MEMOIZE, MARK
+      case HotOp::mark: marks_.push_back(stack_.size()); break;
+      case HotOp::empty_dict:  // in snapshots always followed by MEMOIZE, MARK
         push(add_container(Kind::dict));
         if (take_next_memoize() && next_op_is(MARK)) {
           ++pos_;
           marks_.push_back(stack_.size());
         }
         break;
-      case SETITEMS: extend(Kind::dict, pop_mark()); break;
-      case STOP:
+      case HotOp::setitems: extend(Kind::dict, pop_mark()); break;
+      case HotOp::stop:
         require(1);
         tree_.root_ = stack_.back();
         if (!streamed_.empty()) check_streamed_lists();
         return;  // like Python, trailing bytes after STOP are not looked at
-      default: step(); break;
+      case HotOp::other: step(); break;
+      default: __builtin_unreachable();  // kHotOps holds only the values above
     }
   }
+}
+
+// The scalar opcodes of a trace entry's pairs (the key GETs and the values: 14 of an entry's 17
+// opcodes in gpt2_generate), run with the position, the stack top and the memo's size in
+// registers. It executes an opcode only when it cannot fail and needs nothing the generic
+// handlers would do besides: its bytes are all there, a GET finds a scalar (a container may be a
+// streamed list or a recyclable entry, so note_shared must see it), a LONG1 fits in 8 bytes,
+// a MEMOIZE after a str gets the next memo index, the stack has room. Anything else stops it
+// before that opcode, which run() then executes the generic way, with its errors and offsets.
+bool Unpickler::run_scalar_ops() {
+  const char* const data = data_.data();
+  const size_t end = data_.size();
+  size_t pos = op_pos_;
+  Ref* top = stack_.top();
+  Ref* const room_end = stack_.room_end();
+  uint64_t memo_size = memo_.size();
+  // A GET's slot, or kUnsetMemo when it must go the generic way.
+  auto fetchable = [&](uint64_t index) {
+    const Ref ref = index < memo_size ? memo_[index] : kUnsetMemo;
+    return (ref & Tree::kScalarBit) || !streaming_ ? ref : kUnsetMemo;
+  };
+  while (pos < end && top != room_end) {
+    const size_t left = end - pos;
+    const auto* p = reinterpret_cast<const uint8_t*>(data + pos);
+    switch (kScalarOps[p[0]]) {
+      case ScalarOp::long_binget: {
+        if (left < 5) goto done;
+        const Ref ref = fetchable(detail::load_le(data + pos + 1, 4));
+        if (ref == kUnsetMemo) goto done;
+        *top++ = ref;
+        pos += 5;
+        break;
+      }
+      case ScalarOp::binget: {
+        if (left < 2) goto done;
+        const Ref ref = fetchable(p[1]);
+        if (ref == kUnsetMemo) goto done;
+        *top++ = ref;
+        pos += 2;
+        break;
+      }
+      case ScalarOp::int1: case ScalarOp::int2: case ScalarOp::int4: {
+        const size_t length = 1 + (size_t{1} << (static_cast<unsigned>(kScalarOps[p[0]]) - 1));
+        if (length > left) goto done;
+        *top++ = Tree::kScalarBit | pos;
+        pos += length;
+        break;
+      }
+      case ScalarOp::long1:
+        if (left < 2 || p[1] > 8 || size_t{p[1]} + 2 > left) goto done;
+        *top++ = Tree::kScalarBit | pos;
+        pos += 2 + size_t{p[1]};
+        break;
+      case ScalarOp::short_str:
+        if (left < 2 || size_t{p[1]} + 2 > left) goto done;
+        *top++ = Tree::kScalarBit | pos;
+        pos += 2 + size_t{p[1]};
+        // Python memoizes each fresh str: taken here as run() takes it after SHORT_BINUNICODE.
+        if (pos < end && static_cast<uint8_t>(data[pos]) == MEMOIZE && memo_count_ == memo_size) {
+          memo_.push_back(top[-1]);  // may move the slots: memo_[] is read through memo_ each time
+          memo_size = memo_.size();
+          ++memo_count_;
+          ++pos;
+        }
+        break;
+      case ScalarOp::other: goto done;
+      default: __builtin_unreachable();  // kScalarOps holds only the values above
+    }
+  }
+done:
+  const bool ran = pos != op_pos_;
+  stack_.set_top(top);
+  if (ran) pos_ = pos;
+  return ran;
 }
 
 void Unpickler::refuse_code() {

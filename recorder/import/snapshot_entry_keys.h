@@ -75,17 +75,21 @@ class NodeCache {
 // Stream handles as small labels (TraceStep::stream): a trace uses a handful of streams.
 class StreamTable {
  public:
-  uint32_t label(uint64_t handle) {
-    if (!handles_.empty() && handle == last_handle_) return last_label_;
+  [[gnu::always_inline]] uint32_t label(uint64_t handle) {
+    if (!handles_.empty() && handle == last_handle_) return last_label_;  // nearly always
+    return label_by_lookup(handle);
+  }
+  uint64_t handle(uint64_t label) const { return handles_[label]; }
+
+ private:
+  [[gnu::noinline]] uint32_t label_by_lookup(uint64_t handle) {
     const auto [it, inserted] = labels_.try_emplace(handle, static_cast<uint32_t>(handles_.size()));
     if (inserted) handles_.push_back(handle);
     last_handle_ = handle;
     last_label_ = it->second;
     return last_label_;
   }
-  uint64_t handle(uint64_t label) const { return handles_[label]; }
 
- private:
   std::unordered_map<uint64_t, uint32_t> labels_;
   std::vector<uint64_t> handles_;
   uint64_t last_handle_ = 0;

@@ -64,7 +64,14 @@ class SnapshotReader::Impl {
   // do not suffice, more of them, never the whole input at once (that would wait for the decoder
   // to finish and leave the parse nothing to overlap it with). Once all of it is there, the
   // budget is the same as when it was all there from the start.
-  void charge(uint64_t units, Value at) {
+  [[gnu::always_inline]] void charge(uint64_t units, Value at) {
+    if (units <= budget_) [[likely]] {
+      budget_ -= units;
+      return;
+    }
+    charge_beyond_budget(units, at);
+  }
+  [[gnu::noinline]] void charge_beyond_budget(uint64_t units, Value at) {
     while (units > budget_ && growing_ != nullptr) {
       const uint64_t want = budgeted_bytes_ + std::max<uint64_t>((units - budget_ + 1) / 2, kBudgetStepBytes);
       const uint64_t have = growing_->wait_for(want);
@@ -281,8 +288,9 @@ class SnapshotReader::Impl {
     EntryFields fields;
     const uint32_t shape = entry.shape_id();
     if (shape != 0 && shape == shape_.id) {  // same keys as the last entry: fields by position
-      const Field* field = shape_.fields.data();
-      entry.for_each_pair([&](Value, Value v) { fields.ref[static_cast<size_t>(*field++)] = v.id(); });
+      const pickle::Ref* values = entry.shaped_values();
+      const size_t pairs = shape_.fields.size();
+      for (size_t i = 0; i < pairs; ++i) fields.ref[static_cast<size_t>(shape_.fields[i])] = values[i];
       fields.seen = shape_.seen;
     } else {
       shape_.id = shape;
@@ -296,7 +304,6 @@ class SnapshotReader::Impl {
       shape_.seen = fields.seen;
     }
     auto value = [&](Field f) { return Value(tree_, fields.ref[static_cast<size_t>(f)]); };
-    auto number = [&](Field f, uint64_t max = INT64_MAX) { return field_number(fields, f, max, d, index); };
 
     if (!fields.has(Field::action)) bad_field(d, index, Field::action, fields);
     const uint8_t kind = actions_.get(value(Field::action));
@@ -305,7 +312,7 @@ class SnapshotReader::Impl {
     step.kind = static_cast<EventKind>(kind);
     uint64_t time_ns = 0;
     // time_us: absent before PyTorch ≈2.1, then 0. ×1000 must fit in 64 bits.
-    if (fields.has(Field::time_us)) time_ns = number(Field::time_us, UINT64_MAX / 1000) * 1000;
+    if (fields.has(Field::time_us)) time_ns = field_number(fields, Field::time_us, UINT64_MAX / 1000, d, index) * 1000;
     if (fields.has(Field::stream)) {  // a cudaStream_t as a Python int: keep its bits as they are
       const std::optional<int64_t> stream = value(Field::stream).int_value();
       if (!stream) bad_field(d, index, Field::stream, fields);
@@ -315,11 +322,11 @@ class SnapshotReader::Impl {
     }
     switch (step.kind) {
       case EventKind::oom:  // no address; the free bytes CUDA reported instead
-        step.size = number(Field::size);
-        step.address = number(Field::device_free);
+        step.size = field_number(fields, Field::size, INT64_MAX, d, index);
+        step.address = field_number(fields, Field::device_free, INT64_MAX, d, index);
         break;
       case EventKind::snapshot:
-        step.size = fields.has(Field::size) ? number(Field::size) : 0;
+        step.size = fields.has(Field::size) ? field_number(fields, Field::size, INT64_MAX, d, index) : 0;
         break;
       case EventKind::annotation: {  // user_defined: its payload is user_metadata
         KeyValues kv;
@@ -332,8 +339,8 @@ class SnapshotReader::Impl {
         break;
       }
       default:
-        step.address = number(Field::addr);
-        step.size = number(Field::size);
+        step.address = field_number(fields, Field::addr, INT64_MAX, d, index);
+        step.size = field_number(fields, Field::size, INT64_MAX, d, index);
         if (!fields.has(Field::stream)) bad_field(d, index, Field::stream, fields);
         break;
     }

@@ -1,7 +1,7 @@
 // The unpickler's machine (the contract is pickle_reader.h's): one class, its parts in files by
 // responsibility. The hot paths of each part are defined here, in the class, so that they inline
 // into the opcode loop; the rest is in
-//   pickle_reader.cpp          the opcode loop (run, step) and unpickle()
+//   pickle_reader.cpp          the opcode loops (run, run_scalar_ops, step) and unpickle()
 //   unpickler_input.cpp        reading the input, whole or growing: bytes, lines, numbers, errors
 //   unpickler_containers.cpp   the Tree's containers and their layouts (Tree::Container)
 //   unpickler_streaming.cpp    device traces handed to the DeviceTraceSink, entries recycled
@@ -51,6 +51,9 @@ class Unpickler {
 
   [[noreturn, gnu::cold, gnu::noinline]] void fail(uint64_t at, const std::string& what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_here(const std::string& what) const;
+  // For a literal: the std::string is then built in the cold function, not in the hot caller,
+  // whose frame and saved registers it would otherwise enlarge.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_here(const char* what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(uint64_t needed) const;
 
   // --- input ---
@@ -135,6 +138,8 @@ class Unpickler {
   // A dict's first batch: its values go to children_, its keys to a shape it shares with a
   // recent dict that had the same keys in the same order.
   void fill_shaped(Tree::Container& c, size_t from, uint32_t count);
+  struct Shape;
+  bool shape_matches(const Shape& shape, const Ref* pairs, uint32_t count) const;
 
   // A shaped dict that gets a second batch goes back to interleaved keys and values, copied to
   // a fresh run (at most once per dict, so memory stays linear in the input).
@@ -146,13 +151,14 @@ class Unpickler {
   // Refuses a tree of more than 2^32 items (Container counts them in 32 bits): only a pickle of
   // 4 GiB or more, not streamed, has that many.
   void check_room(uint64_t items, uint64_t more) const {
-    if (items + more > std::numeric_limits<uint32_t>::max())
-      fail_here("more than 2^32 items in one tree (not a snapshot's shape, which is streamed)");
+    if (items + more > std::numeric_limits<uint32_t>::max()) fail_room();
   }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_room() const;
   // A new container holding stack[from..], which it replaces on the stack.
   void collapse(Kind kind, size_t from);
   // APPEND(S), SETITEM(S), ADDITEMS: items from `from` go into the object just below them.
   void extend(Kind expected, size_t from);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_target(Kind kind, Kind expected) const;
 
   // --- streaming device traces (see DeviceTraceSink) ---
 
@@ -201,15 +207,21 @@ class Unpickler {
     memo_.set(index, stack_.back());
   }
   [[gnu::always_inline]] void memo_get(uint64_t index) {
-    if (index >= memo_.size() || memo_[index] == kUnsetMemo)
-      fail_here("memo index " + std::to_string(index) + " was never stored");
-    if (streaming_) {
-      if (memo_[index] == kTakenMemo)
+    // One load of the slot: most GETs fetch a key string, a scalar, which is never taken or
+    // shared (kTakenMemo has no kScalarBit, kUnsetMemo has it).
+    const Ref ref = index < memo_.size() ? memo_[index] : kUnsetMemo;
+    if (ref == kUnsetMemo) fail_here("memo index " + std::to_string(index) + " was never stored");
+    if (streaming_ && !(ref & Tree::kScalarBit)) {
+      if (ref == kTakenMemo)
         fail_here("memo index " + std::to_string(index) + " refers back to a trace entry (not a pickle torch writes)");
-      note_shared(memo_[index]);
+      note_shared(ref);
     }
-    push(memo_[index]);
+    push(ref);
   }
+
+  // From the opcode at op_pos_: a run of the scalar opcodes a trace entry's pairs consist of,
+  // executed without leaving a tight loop. See pickle_reader.cpp. False when it executed none.
+  bool run_scalar_ops();
 
   [[noreturn]] void refuse_code();
 
@@ -243,6 +255,7 @@ class Unpickler {
   };
   std::array<Shape, 4> recent_shapes_{};
   size_t next_shape_slot_ = 0;
+  size_t last_shape_slot_ = 0;  // the one fill_shaped matched or made last
 };
 
 }  // namespace memreplay::pickle

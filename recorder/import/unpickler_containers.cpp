@@ -18,39 +18,65 @@ void Unpickler::append_items(Ref container, size_t from) {
   stack_.resize(from);
 }
 
+// Whether the keys at shape_keys_[shape.begin, ...) are those of stack[from..]'s pairs.
+bool Unpickler::shape_matches(const Shape& shape, const Ref* pairs, uint32_t count) const {
+  if (shape.pairs != count) return false;
+  const Ref* keys = tree_.shape_keys_.data() + shape.begin;
+  for (uint32_t i = 0; i < count; ++i)
+    if (keys[i] != pairs[2 * i]) return false;
+  return true;
+}
+
+void Unpickler::fail_room() const {
+  fail_here("more than 2^32 items in one tree (not a snapshot's shape, which is streamed)");
+}
+
 void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
   const uint32_t pairs = count / 2;
-  auto& keys = tree_.shape_keys_;
-  const Shape* shape = nullptr;
-  for (const Shape& s : recent_shapes_) {
-    if (s.pairs != pairs) continue;
-    uint32_t i = 0;
-    while (i < pairs && keys[s.begin + i] == stack_[from + 2 * i]) ++i;
-    if (i == pairs) {
-      shape = &s;
-      break;
-    }
-  }
-  if (shape == nullptr) {
-    Shape& slot = recent_shapes_[next_shape_slot_++ % recent_shapes_.size()];
-    check_room(keys.size(), pairs);
-    slot = {static_cast<uint32_t>(keys.size()), pairs};
-    for (uint32_t i = 0; i < pairs; ++i) keys.push_back(stack_[from + 2 * i]);
-    shape = &slot;
-  }
+  const Ref* items = stack_.data() + from;
   auto& children = tree_.children_;
-  c.layout = Tree::Layout::shaped;
-  c.extra = shape->begin;
-  c.count = count;
+  // Where the values go, which depends on the number of pairs only.
   if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
     c.begin = free_values_[pairs].back();
     free_values_[pairs].pop_back();
-    for (uint32_t i = 0; i < pairs; ++i) children[c.begin + i] = stack_[from + 2 * i + 1];
-    return;
+  } else {
+    check_room(children.size(), pairs);
+    c.begin = static_cast<uint32_t>(children.size());
+    children.resize(children.size() + pairs);
   }
-  check_room(children.size(), pairs);
-  c.begin = static_cast<uint32_t>(children.size());
-  for (uint32_t i = 0; i < pairs; ++i) children.push_back(stack_[from + 2 * i + 1]);
+  c.layout = Tree::Layout::shaped;
+  c.count = count;
+  // At most one recent shape has these keys (a shape is added only when none matched), so the
+  // last one matched is tried first, copying the values as it compares the keys: consecutive
+  // trace entries nearly always share it.
+  Ref* values = children.data() + c.begin;
+  const Shape& last = recent_shapes_[last_shape_slot_];
+  if (last.pairs == pairs) {
+    const Ref* keys = tree_.shape_keys_.data() + last.begin;
+    uint32_t i = 0;
+    for (; i < pairs && keys[i] == items[2 * i]; ++i) values[i] = items[2 * i + 1];
+    if (i == pairs) {
+      c.extra = last.begin;
+      return;
+    }
+  }
+  for (uint32_t i = 0; i < pairs; ++i) values[i] = items[2 * i + 1];
+  const Shape* shape = nullptr;
+  for (size_t i = 0; i < recent_shapes_.size() && shape == nullptr; ++i)
+    if (shape_matches(recent_shapes_[i], items, pairs)) {
+      shape = &recent_shapes_[i];
+      last_shape_slot_ = i;
+    }
+  auto& keys = tree_.shape_keys_;
+  if (shape == nullptr) {
+    last_shape_slot_ = next_shape_slot_++ % recent_shapes_.size();
+    Shape& slot = recent_shapes_[last_shape_slot_];
+    check_room(keys.size(), pairs);
+    slot = {static_cast<uint32_t>(keys.size()), pairs};
+    for (uint32_t i = 0; i < pairs; ++i) keys.push_back(items[2 * i]);
+    shape = &slot;
+  }
+  c.extra = shape->begin;
 }
 
 void Unpickler::unshape(Tree::Container& c) {
@@ -101,13 +127,15 @@ void Unpickler::collapse(Kind kind, size_t from) {
   push(c);
 }
 
+void Unpickler::fail_target(Kind kind, Kind expected) const {
+  fail_here("target is a " + std::string(kind_name(kind)) + ", expected a " + std::string(kind_name(expected)));
+}
+
 void Unpickler::extend(Kind expected, size_t from) {
   if (from <= floor() || from > stack_.size()) fail_here("no target object on the stack");
   const Ref target = stack_[from - 1];
   const Kind kind = Value(&tree_, target).kind();
-  if (kind != expected || (target & Tree::kScalarBit))
-    fail_here("target is a " + std::string(kind_name(kind)) + ", expected a " +
-              std::string(kind_name(expected)));
+  if (kind != expected || (target & Tree::kScalarBit)) fail_target(kind, expected);
   if (expected == Kind::dict && (stack_.size() - from) % 2 != 0)
     fail_here("odd number of stack items for a dict");
   if (streaming_ && expected == Kind::list) {

@@ -18,6 +18,8 @@ void Unpickler::fail_here(const std::string& what) const {
   fail(op_pos_, op_label(op_) + ": " + what);
 }
 
+void Unpickler::fail_here(const char* what) const { fail_here(std::string(what)); }
+
 void Unpickler::fail_truncated(uint64_t needed) const {
   fail_here("pickle truncated: needs " + std::to_string(needed) + " more bytes, " +
             std::to_string(data_.size() - pos_) + " left");
