@@ -127,48 +127,97 @@ void ChunkEncoder::add_row(const Event& e, uint64_t aux) {
   ++events_;
 }
 
-bool ChunkEncoder::pending() const {
-  return events_ > 0 || new_string_count_ > 0 || new_frame_count_ > 0 || new_stack_count_ > 0;
+bool ChunkEncoder::pending() const { return events_ > 0 || pending_tables(); }
+
+bool ChunkEncoder::pending_tables() const {
+  return new_string_count_ > 0 || new_frame_count_ > 0 || new_stack_count_ > 0 || annotation_count_ > 0;
 }
 
-std::string_view ChunkEncoder::encode(ChunkSummary& summary) {
-  summary = {first_event_, events_, events_ ? min_time_ : 0, events_ ? max_time_ : 0};
-  size_t bound = new_strings_.size() + new_frames_.size() + new_stacks_.size() + annotations_.size() + 64;
-  for (const Column& column : columns_) bound += column.bytes().size() + 16;
-  encoded_.clear();
-  encoded_.reserve(bound);
+ChunkRows ChunkEncoder::take_rows() {
+  // An annotation's index restarts with each chunk, and its metadata goes out with the tables.
+  if (annotation_count_ > 0) throw std::logic_error("take_rows() of a chunk with annotations");
+  ChunkRows rows;
+  rows_into(rows);
+  return rows;
+}
 
-  using namespace chunk_field;
-  wire::scalar(encoded_, first_event, first_event_);
-  wire::scalar(encoded_, base_time_ns, events_ ? base_time_ : 0);
+void ChunkEncoder::rows_into(ChunkRows& rows) {
+  rows.columns.clear();
+  rows.pool.clear();
+  rows.summary = {first_event_, events_, events_ ? min_time_ : 0, events_ ? max_time_ : 0};
+  rows.base_time_ns = events_ ? base_time_ : 0;
   if (events_ > 0) {
+    using namespace chunk_field;
     static constexpr uint32_t kFields[kPool] = {kind, time_delta, device, stream, address_delta,
                                                    size, stack, flags, aux};
+    size_t bytes = 0;
+    for (const Column& column : columns_) bytes += column.bytes().size() + 16;
+    rows.columns.reserve(bytes);
     for (int column = kKind; column < kPool; ++column) {
       // All-zero flags and aux columns are left out (the format allows it): most events have neither.
       if ((column == kFlags && !has_flags_) || (column == kAux && !has_aux_)) continue;
-      wire::bytes(encoded_, kFields[column], columns_[column].bytes());
+      wire::bytes(rows.columns, kFields[column], columns_[column].bytes());
     }
+    if (has_pool_) wire::bytes(rows.pool, chunk_field::pool, columns_[kPool].bytes());
   }
-  wire::scalar(encoded_, first_string_id, first_string_);
-  encoded_ += new_strings_;
-  wire::scalar(encoded_, first_frame_id, first_frame_);
-  encoded_ += new_frames_;
-  wire::scalar(encoded_, first_stack_id, first_stack_);
-  encoded_ += new_stacks_;
-  encoded_ += annotations_;
-  if (events_ > 0 && has_pool_) wire::bytes(encoded_, chunk_field::pool, columns_[kPool].bytes());
-
   first_event_ += events_;
   events_ = 0;
   for (Column& column : columns_) column.clear();
+  has_flags_ = has_aux_ = has_pool_ = false;
+}
+
+std::string_view ChunkEncoder::encode(ChunkSummary& summary) {
+  rows_into(rows_);
+  return encode(rows_, summary);
+}
+
+std::string_view ChunkEncoder::encode(const ChunkRows& rows, ChunkSummary& summary) {
+  summary = rows.summary;
+  encoded_.clear();
+  encoded_.reserve(rows.columns.size() + rows.pool.size() + new_strings_.size() + new_frames_.size() +
+                   new_stacks_.size() + annotations_.size() + 64);
+  put_chunk(encoded_, rows, first_string_, first_frame_, first_stack_, true);
   for (std::string* table : {&new_strings_, &new_frames_, &new_stacks_, &annotations_}) table->clear();
   new_string_count_ = new_frame_count_ = new_stack_count_ = annotation_count_ = 0;
   first_string_ = string_count();
   first_frame_ = frame_count();
   first_stack_ = stack_count() + 1;
-  has_flags_ = has_aux_ = has_pool_ = false;
   return encoded_;
+}
+
+std::string ChunkEncoder::encode_alone(const ChunkRows& rows, ChunkRows::Compressed& compressed) const {
+  compressed.first_string = string_count();
+  compressed.first_frame = frame_count();
+  compressed.first_stack = stack_count() + 1;
+  std::string out;
+  out.reserve(rows.columns.size() + rows.pool.size() + 64);
+  put_chunk(out, rows, compressed.first_string, compressed.first_frame, compressed.first_stack, false);
+  return out;
+}
+
+bool ChunkEncoder::compressed_matches(const ChunkRows& rows, int level) const {
+  const auto& c = rows.compressed;
+  return c && c->level == level && c->first_string == string_count() && c->first_frame == frame_count() &&
+         c->first_stack == stack_count() + 1;
+}
+
+bool ChunkEncoder::compressed_is_next(const ChunkRows& rows, int level) const {
+  return !pending_tables() && compressed_matches(rows, level);
+}
+
+void ChunkEncoder::put_chunk(std::string& out, const ChunkRows& rows, uint32_t first_string, uint32_t first_frame,
+                             uint32_t first_stack, bool tables) const {
+  using namespace chunk_field;
+  wire::scalar(out, first_event, rows.summary.first_event);
+  wire::scalar(out, base_time_ns, rows.base_time_ns);
+  out += rows.columns;
+  wire::scalar(out, first_string_id, first_string);
+  if (tables) out += new_strings_;
+  wire::scalar(out, first_frame_id, first_frame);
+  if (tables) out += new_frames_;
+  wire::scalar(out, first_stack_id, first_stack);
+  if (tables) out += new_stacks_, out += annotations_;
+  out += rows.pool;  // field 19: protobuf's order is by field number
 }
 
 }  // namespace memreplay::format

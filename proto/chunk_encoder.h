@@ -12,11 +12,14 @@
 // The bytes are what protobuf's serializer writes for the same Chunk (wire_format.h), so the same
 // events make the same chunks whichever writer they went through; tests/writer_contract_test.cpp
 // parses them back with the generated classes. Columns are appended to as events come, so encode() only joins
-// them. Not thread-safe.
+// them. The columns can also be cut off on their own (take_rows()) and joined with the tables later
+// (encode(rows, ...)): an importer encodes a chunk's rows before it knows every stack the file
+// will hold (recorder/import/chunks_ahead.h). Not thread-safe.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +40,24 @@ struct ChunkSummary {
   uint64_t max_time_ns = 0;
 };
 
+// A chunk's event columns, encoded apart from the tables (ChunkEncoder::take_rows()).
+struct ChunkRows {
+  ChunkSummary summary;
+  uint64_t base_time_ns = 0;
+  std::string columns;  // fields kind to aux, as encode() writes them
+  std::string pool;     // field 19, or empty when every event is in the default pool
+  bool columns_kept = true;  // false: columns and pool were dropped, only `compressed` holds them
+
+  // The chunk these rows make with no table entries of its own (ChunkEncoder::encode_alone),
+  // compressed at `level`: what encode(rows) writes where the first ids are still these then.
+  struct Compressed {
+    std::string bytes;
+    int level = 0;
+    uint32_t first_string = 0, first_frame = 0, first_stack = 0;
+  };
+  std::optional<Compressed> compressed;
+};
+
 class ChunkEncoder {
  public:
   ChunkEncoder();
@@ -53,9 +74,26 @@ class ChunkEncoder {
   size_t chunk_events() const { return events_; }
   // True when there are events or new table entries to encode.
   bool pending() const;
+  // True when table entries or annotations wait for the next chunk.
+  bool pending_tables() const;
   // The serialized Chunk of what was added since the last call (valid until the next call), and
   // starts the next chunk.
   std::string_view encode(ChunkSummary& summary);
+  // The events added since the last call as rows, and starts the next chunk's rows; the interning
+  // tables stay for the encode(rows) that will carry them. Throws std::logic_error if an
+  // annotation event is among them (its metadata belongs to the tables' chunk).
+  ChunkRows take_rows();
+  // The serialized Chunk of rows taken earlier (the next in order) with the table entries new since
+  // the last encode(): the bytes encode() would have written had the rows' events been added last.
+  std::string_view encode(const ChunkRows& rows, ChunkSummary& summary);
+  // The chunk of rows without table entries, its first ids those that follow every entry interned
+  // so far: what encode(rows) writes for a chunk after the one that carries the tables, if nothing
+  // is interned in between. `compressed` gets those ids (its bytes and level are the caller's).
+  std::string encode_alone(const ChunkRows& rows, ChunkRows::Compressed& compressed) const;
+  // Whether rows.compressed, at `level`, has the first ids that follow every entry interned so far.
+  bool compressed_matches(const ChunkRows& rows, int level) const;
+  // ... and no table entries wait for a chunk: it is what encode(rows) would write next.
+  bool compressed_is_next(const ChunkRows& rows, int level) const;
 
   // File-wide totals, for the footer.
   uint64_t events_added() const { return first_event_ + events_; }
@@ -106,6 +144,11 @@ class ChunkEncoder {
   };
 
   void check(const Event& event) const;
+  // Moves the chunk's columns into `rows` (reusing its buffers) and starts the next chunk's.
+  void rows_into(ChunkRows& rows);
+  // trace.proto's Chunk of `rows`, with these first ids and, when `tables`, the entries new since the last encode.
+  void put_chunk(std::string& out, const ChunkRows& rows, uint32_t first_string, uint32_t first_frame,
+                 uint32_t first_stack, bool tables) const;
   void add_row(const Event& event, uint64_t aux);
   uint32_t intern_string(std::string_view text);
   uint32_t intern_frame(const FrameText& frame);
@@ -127,6 +170,7 @@ class ChunkEncoder {
   bool has_flags_ = false, has_aux_ = false, has_pool_ = false;
   uint32_t first_string_ = 0, first_frame_ = 0, first_stack_ = 1;
   std::string encoded_, scratch_;
+  ChunkRows rows_;  // encode()'s own rows, reused
 
   std::array<uint64_t, kEventKindCount> events_per_kind_{};
 };

@@ -2,13 +2,15 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
+#include <zstd.h>
+
+#include "proto/chunk_compressor.h"
 #include "proto/field_numbers.h"
 #include "proto/framing.h"
 #include "proto/input_error.h"
@@ -68,29 +70,10 @@ std::string encode_header(const TraceHeaderFields& h) {
 
 }  // namespace
 
-// A chunk's compression. The output buffer is never zero-filled: only the pages zstd writes
-// (a ninth of the bound on gpt2_generate at level 3: 80 KB of 721 KB) cost a page fault.
+// A chunk's compression; `raw` holds a copy of the chunk while it is compressed on a thread.
 struct TraceEncoder::Compressor {
-  struct CCtxDeleter {
-    void operator()(ZSTD_CCtx* ctx) const { ZSTD_freeCCtx(ctx); }
-  };
-  std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx{ZSTD_createCCtx()};
-  std::string raw;  // a copy of the chunk, when it is compressed on a thread
-  std::unique_ptr<char[]> out;
-  size_t out_capacity = 0, out_size = 0;
-
-  // input -> out; throws std::runtime_error naming path on failure.
-  void compress(std::string_view input, int level, const std::string& path) {
-    const size_t bound = ZSTD_compressBound(input.size());
-    if (bound > out_capacity) {
-      out = std::make_unique_for_overwrite<char[]>(bound);
-      out_capacity = bound;
-    }
-    out_size = ZSTD_compressCCtx(cctx.get(), out.get(), out_capacity, input.data(), input.size(), level);
-    if (ZSTD_isError(out_size))
-      throw std::runtime_error(path + ": zstd compression failed: " + ZSTD_getErrorName(out_size));
-  }
-  std::string_view compressed() const { return {out.get(), out_size}; }
+  ChunkCompressor zstd;
+  std::string raw;
 };
 
 void TraceEncoder::CompressorDeleter::operator()(Compressor* compressor) const { delete compressor; }
@@ -107,10 +90,8 @@ TraceEncoder::TraceEncoder(std::string_view writer, std::string path, const std:
   if (options_.compression_threads > kMaxCompressionThreads)
     throw std::invalid_argument(writer_ + ": compression_threads must be 0 to " + std::to_string(kMaxCompressionThreads) +
                                 ", not " + std::to_string(options_.compression_threads));
-  for (uint32_t i = 0; i < std::max<uint32_t>(options_.compression_threads, 1); ++i) {
+  for (uint32_t i = 0; i < std::max<uint32_t>(options_.compression_threads, 1); ++i)
     compressors_.emplace_back(new Compressor);
-    if (!compressors_.back()->cctx) throw std::bad_alloc();
-  }
   fd_ = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw file_error(path_, "create", errno);
 }
@@ -173,13 +154,50 @@ void TraceEncoder::flush() {
   write_all_pending();
 }
 
+void TraceEncoder::append_encoded(ChunkEncoder&& encoder, const std::vector<ChunkRows>& rows) {
+  require_writing("append_encoded()");
+  if (chunks_.events_added() > 0 || chunks_.pending() || chunks_.stack_count() > 0)
+    throw std::logic_error(writer_ + "::append_encoded() after events or stacks");
+  uint64_t next_event = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ChunkSummary& s = rows[i].summary;
+    const bool last = i + 1 == rows.size();
+    if (s.first_event != next_event || s.event_count == 0 || s.event_count > options_.events_per_chunk ||
+        (!last && s.event_count != options_.events_per_chunk))
+      throw std::logic_error(writer_ + "::append_encoded(): rows not cut every " +
+                             std::to_string(options_.events_per_chunk) + " events");
+    next_event += s.event_count;
+  }
+  if (encoder.chunk_events() > 0 || encoder.events_added() != next_event)
+    throw std::logic_error(writer_ + "::append_encoded(): the encoder holds events the rows do not");
+  for (const ChunkRows& r : rows)
+    if (!r.columns_kept && !encoder.compressed_matches(r, options_.zstd_level))
+      throw std::logic_error(writer_ + "::append_encoded(): rows without columns, compressed for other tables");
+  chunks_ = std::move(encoder);
+  for (const ChunkRows& r : rows) {
+    if (chunks_.compressed_is_next(r, options_.zstd_level)) {  // compressed ahead: after the chunks before it
+      write_all_pending();
+      write_chunk_record(r.compressed->bytes, r.summary);
+      continue;
+    }
+    if (!r.columns_kept) throw std::logic_error(writer_ + "::append_encoded(): rows without columns after new tables");
+    ChunkSummary summary;
+    const std::string_view chunk = chunks_.encode(r, summary);
+    write_encoded_chunk(chunk, summary);
+  }
+}
+
 void TraceEncoder::write_chunk() {
   ChunkSummary summary;
   const std::string_view chunk = chunks_.encode(summary);
+  write_encoded_chunk(chunk, summary);
+}
+
+void TraceEncoder::write_encoded_chunk(std::string_view chunk, const ChunkSummary& summary) {
   Compressor& compressor = *compressors_[chunks_started_++ % compressors_.size()];
   if (options_.compression_threads == 0) {
-    compressor.compress(chunk, options_.zstd_level, path_);
-    write_chunk_record(compressor.compressed(), summary);
+    compressor.zstd.compress(chunk, options_.zstd_level, path_);
+    write_chunk_record(compressor.zstd.compressed(), summary);
     return;
   }
   // The compressor's last chunk (compressors_.size() chunks ago) must be written before it is reused.
@@ -187,7 +205,7 @@ void TraceEncoder::write_chunk() {
   compressor.raw = chunk;
   pending_.push_back({std::async(std::launch::async,
                                  [&compressor, level = options_.zstd_level, this] {
-                                   compressor.compress(compressor.raw, level, path_);
+                                   compressor.zstd.compress(compressor.raw, level, path_);
                                  }),
                       &compressor, summary});
 }
@@ -201,7 +219,7 @@ void TraceEncoder::write_oldest_pending() {
     state_ = State::failed;
     throw;
   }
-  write_chunk_record(chunk.compressor->compressed(), chunk.summary);
+  write_chunk_record(chunk.compressor->zstd.compressed(), chunk.summary);
 }
 
 void TraceEncoder::write_all_pending() {

@@ -92,6 +92,14 @@ class TraceEncoder {
   // An annotation event may come here too, without metadata; its aux is assigned by the encoder.
   void append(const Event& event);
   void append_annotation(const Event& event, const KeyValues& metadata);
+  // Writes chunks whose rows were encoded beforehand (ChunkEncoder::take_rows, every
+  // events_per_chunk events, the last one with the rest), joined with the tables of `encoder`, which
+  // interned every stack they name and holds no events beyond them: the records append() would
+  // have written for the same stacks and events. Rows compressed ahead for the tables the file
+  // ends up with (ChunkEncoder::compressed_matches) are written as they are. Only before anything
+  // was interned or appended; otherwise, for rows cut elsewhere, or for rows without their
+  // columns whose compressed chunk does not match, throws std::logic_error.
+  void append_encoded(format::ChunkEncoder&& encoder, const std::vector<format::ChunkRows>& rows);
   // Writes the pending events and table entries as a chunk now.
   void flush();
   // The last chunk, the footer and the trailer; closes the file. Idempotent.
@@ -124,6 +132,7 @@ class TraceEncoder {
   };
 
   void write_chunk();
+  void write_encoded_chunk(std::string_view chunk, const format::ChunkSummary& summary);
   void write_chunk_record(std::string_view compressed, const format::ChunkSummary& summary);
   void write_oldest_pending();
   void write_all_pending();

@@ -1,12 +1,15 @@
 #include "recorder/import/pytorch_snapshot_importer.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "proto/input_error.h"
 #include "recorder/import/allocator_state.h"
+#include "recorder/import/chunks_ahead.h"
 #include "recorder/import/decompress.h"
 #include "recorder/import/empty_cache_inference.h"
+#include "recorder/import/entry_event.h"
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pool_assignment.h"
 #include "recorder/import/snapshot_reader.h"
@@ -15,12 +18,14 @@ namespace memreplay {
 namespace {
 
 // The output stage: what the reading left (snapshot_reader.h) goes through the state passes
-// (initial state, pools, empty_cache inference) and out to the sink, the devices merged by time.
+// (initial state, pools, empty_cache inference) and out to the sink, the devices merged by time;
+// or, where the passes find nothing to add, the chunk rows encoded while reading (chunks_ahead.h).
 class SnapshotOutput {
  public:
   explicit SnapshotOutput(SnapshotContent& content) : c_(content) {}
 
-  void run(TraceSink& sink) {
+  // `ahead`: null where the sink takes no encoded chunks.
+  void run(TraceSink& sink, ChunksAhead* ahead) {
     std::vector<AllocatorState> initial(c_.devices.size());
     pools_.resize(c_.devices.size());
     bool starts_mid_run = false;
@@ -41,14 +46,11 @@ class SnapshotOutput {
     }
     c_.header.set_starts_mid_run(starts_mid_run);
     c_.pool_ids.name_pools(c_.header);
+    if (ahead != nullptr && wrote_ahead(sink, *ahead, initial)) return;
 
     sink.begin(c_.header);
     stack_ids_.reserve(c_.stacks.size());
-    std::unordered_set<uint32_t> empty_cache_stacks;  // sink ids of torch.cuda.empty_cache()'s stacks
-    for (const auto& frames : c_.stacks) {
-      stack_ids_.push_back(sink.intern_stack(frames));
-      if (is_empty_cache_stack(frames)) empty_cache_stacks.insert(stack_ids_.back());
-    }
+    for (const auto& frames : c_.stacks) stack_ids_.push_back(sink.intern_stack(frames));
     for (size_t d = 0; d < c_.devices.size(); ++d) {
       const StepSpool& spool = c_.devices[d].spool;
       uint64_t start = spool.size() == 0 ? c_.header.capture_time_ns() : spool.time(0);
@@ -63,36 +65,50 @@ class SnapshotOutput {
     }
     std::vector<DeviceCursor> cursors;
     cursors.reserve(c_.devices.size());
-    for (size_t d = 0; d < c_.devices.size(); ++d) {
-      const StepSpool& spool = c_.devices[d].spool;
-      const TraceWindowDone done = [&](size_t begin, size_t end) { spool.release(begin, end); };
-      // Stacks by content (the sink's ids): equal frames lists need not be one pickled object.
-      const EntryStacks stacks{[&](size_t i) { return spool.stack(i) == 0 ? 0 : stack_ids_[spool.stack(i) - 1]; },
-                               [&](uint32_t id) { return empty_cache_stacks.contains(id); }};
-      cursors.emplace_back(*this, static_cast<uint32_t>(d),
-                           infer_empty_cache(initial[d], spool.steps(), c_.stacks.empty() ? nullptr : &stacks, done));
-      c_.devices[d].spool.release_all();
-    }
+    for (size_t d = 0; d < c_.devices.size(); ++d)
+      cursors.emplace_back(*this, static_cast<uint32_t>(d), inferred_empty_caches(d, initial[d], stack_ids_));
     emit_merged(sink, cursors);
     sink.finish();
   }
 
  private:
-  // The Event of device d's trace entry i.
+  // Writes the rows encoded while reading, if they are what the events below would have made:
+  // the entries of one device as they came, with nothing the passes add (state before the first
+  // entry, pools, annotations, inferred empty_cache calls) and every entry and stack in them.
+  bool wrote_ahead(TraceSink& sink, ChunksAhead& ahead, const std::vector<AllocatorState>& initial) {
+    std::optional<ChunksAhead::Encoded> encoded = ahead.finish();
+    if (!encoded || c_.devices.size() != 1 || !initial[0].empty() || !pools_[0].empty() ||
+        !c_.devices[0].annotations.empty())
+      return false;
+    if (encoded->entries != c_.devices[0].spool.size() || encoded->sink_stacks.size() != c_.stacks.size()) return false;
+    if (!inferred_empty_caches(0, initial[0], encoded->sink_stacks).empty()) return false;
+    sink.write_encoded(c_.header, std::move(encoded->encoder), encoded->rows);
+    sink.finish();
+    return true;
+  }
+
+  // Device d's entries that an inferred empty_cache goes before. `sink_stacks`: local stack k is
+  // the sink's sink_stacks[k - 1] (stacks by content: equal frames lists need not be one pickled object).
+  std::vector<size_t> inferred_empty_caches(size_t d, const AllocatorState& initial,
+                                            const std::vector<uint32_t>& sink_stacks) const {
+    std::unordered_set<uint32_t> empty_cache_stacks;  // sink ids of torch.cuda.empty_cache()'s stacks
+    for (size_t k = 0; k < c_.stacks.size(); ++k)
+      if (is_empty_cache_stack(c_.stacks[k])) empty_cache_stacks.insert(sink_stacks[k]);
+    const StepSpool& spool = c_.devices[d].spool;
+    const TraceWindowDone done = [&](size_t begin, size_t end) { spool.release(begin, end); };
+    const EntryStacks stacks{[&](size_t i) { return spool.stack(i) == 0 ? 0 : sink_stacks[spool.stack(i) - 1]; },
+                             [&](uint32_t id) { return empty_cache_stacks.contains(id); }};
+    std::vector<size_t> empties = infer_empty_cache(initial, spool.steps(), c_.stacks.empty() ? nullptr : &stacks, done);
+    spool.release_all();
+    return empties;
+  }
+
+  // The Event of device d's trace entry i (its local stack id, which emit() maps).
   Event trace_event(uint32_t d, size_t i) const {
     const SnapshotDevice& dev = c_.devices[d];
     const TraceStep& step = dev.spool.steps()[i];
-    Event e;
-    e.kind = step.kind;
-    e.device = d;
-    e.time_ns = dev.spool.time(i);
-    e.stream = c_.streams.handle(step.stream);
-    e.size = step.size;
-    e.stack = dev.spool.stack(i);
-    e.pool = pools_[d].empty() ? kDefaultPool : pools_[d][i];
-    if (step.kind == EventKind::oom || step.kind == EventKind::annotation) e.aux = step.address;
-    else e.address = step.address;
-    return e;
+    return entry_event(step, d, dev.spool.time(i), c_.streams.handle(step.stream), dev.spool.stack(i),
+                       pools_[d].empty() ? kDefaultPool : pools_[d][i]);
   }
 
   // Device d's events in order: its trace, with inferred empty_cache events before their release
@@ -172,7 +188,10 @@ class SnapshotOutput {
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
                                     TraceSink& sink, const std::function<void(uint64_t)>& progress,
                                     const GrowingInput* growing) {
-  SnapshotReader reader(source_file, pickle_bytes.size(), growing);
+  // The rows encoded while reading, where the sink can take them.
+  std::optional<ChunksAhead> ahead;
+  if (const auto format = sink.encoded_chunk_format()) ahead.emplace(format->events_per_chunk, format->zstd_level);
+  SnapshotReader reader(source_file, pickle_bytes.size(), growing, ahead ? &*ahead : nullptr);
   pickle::UnpickleOptions options;
   options.device_traces = &reader;
   options.growing = growing;
@@ -180,7 +199,7 @@ void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::st
   const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file, options);
   // The rest of the stream decoded and checked (trailing data, checksums) before anything is written.
   if (growing != nullptr) growing->wait_for(UINT64_MAX);
-  SnapshotOutput(reader.read(tree)).run(sink);
+  SnapshotOutput(reader.read(tree)).run(sink, ahead ? &*ahead : nullptr);
 }
 
 void import_pytorch_snapshot_input(const InputBytes& input, const std::string& path, TraceSink& sink) {

@@ -52,7 +52,9 @@ void import_pytorch_snapshot_input(const InputBytes& input, const std::string& p
 // follows the snapshot's segments and stacks, not its length; `progress` is told how far the
 // reading has come (InputBytes::release_before). With `growing` (a decompressor on another
 // thread), `pickle_bytes` is what is there so far and the rest is read as it comes; nothing
-// reaches the sink before the whole input is there and decoded without error.
+// reaches the sink before the whole input is there and decoded without error. A sink that takes
+// encoded chunks (TraceSink::encoded_chunk_format, TraceWriter) gets them encoded and compressed
+// while the pickle is read where the output stage adds nothing to the entries (chunks_ahead.h).
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file,
                                     TraceSink& sink, const std::function<void(uint64_t)>& progress = {},
                                     const GrowingInput* growing = nullptr);

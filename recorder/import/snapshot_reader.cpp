@@ -30,8 +30,9 @@ constexpr uint64_t kBudgetStepBytes = uint64_t{1} << 20;
 
 class SnapshotReader::Impl {
  public:
-  Impl(const std::string& file, uint64_t input_bytes, const GrowingInput* growing)
-      : file_(file), budget_(2 * input_bytes + 4096), budgeted_bytes_(input_bytes), growing_(growing) {}
+  Impl(const std::string& file, uint64_t input_bytes, const GrowingInput* growing, TraceEntryListener* listener)
+      : file_(file), budget_(2 * input_bytes + 4096), budgeted_bytes_(input_bytes), growing_(growing),
+        listener_(listener) {}
 
   void take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) {
     tree_ = &tree;
@@ -350,6 +351,7 @@ class SnapshotReader::Impl {
       stack = local_stack(value(Field::frames), bad);
     }
     out.spool.push(step, time_ns, stack);
+    if (listener_ != nullptr) listener_->entry(d, step, time_ns, c_.streams.handle(step.stream), stack);
   }
 
   // The 1-based index in c_.stacks of a frames list (0 for none), shared by aliased lists.
@@ -380,6 +382,7 @@ class SnapshotReader::Impl {
       stack.push_back(std::move(f));
     }
     c_.stacks.push_back(std::move(stack));
+    if (listener_ != nullptr) listener_->stack(c_.stacks.back());
     const auto id = static_cast<uint32_t>(c_.stacks.size());
     stack_of_list_.emplace(frames.id(), id);
     return id;
@@ -438,10 +441,12 @@ class SnapshotReader::Impl {
   uint64_t budget_;
   uint64_t budgeted_bytes_;
   const GrowingInput* growing_;
+  TraceEntryListener* listener_;
 };
 
-SnapshotReader::SnapshotReader(const std::string& file, uint64_t input_bytes, const GrowingInput* growing)
-    : impl_(std::make_unique<Impl>(file, input_bytes, growing)) {}
+SnapshotReader::SnapshotReader(const std::string& file, uint64_t input_bytes, const GrowingInput* growing,
+                               TraceEntryListener* listener)
+    : impl_(std::make_unique<Impl>(file, input_bytes, growing, listener)) {}
 SnapshotReader::~SnapshotReader() = default;
 
 void SnapshotReader::take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) {

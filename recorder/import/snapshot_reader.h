@@ -45,11 +45,22 @@ struct SnapshotContent {
   snapshot_entry::StreamTable streams;         // stream labels -> cudaStream_t handles
 };
 
+// Told of every trace entry and every new stack as the reader takes them (chunks_ahead.h), in the
+// order the spool and SnapshotContent::stacks hold them: a stack before the entries that name it.
+class TraceEntryListener {
+ public:
+  virtual ~TraceEntryListener() = default;
+  virtual void stack(const std::vector<FrameText>& frames) = 0;  // local stack k, k = 1, 2, ...
+  // `stream`: the entry's cudaStream_t; `stack`: its local stack, 0 for none.
+  virtual void entry(uint32_t device, const TraceStep& step, uint64_t time_ns, uint64_t stream, uint32_t stack) = 0;
+};
+
 class SnapshotReader final : public pickle::DeviceTraceSink {
  public:
   // `input_bytes`: size of the pickle, which bounds how many items it can genuinely hold; of
   // what there is so far when `growing` (the rest is budgeted when the budget runs short).
-  SnapshotReader(const std::string& file, uint64_t input_bytes, const GrowingInput* growing = nullptr);
+  SnapshotReader(const std::string& file, uint64_t input_bytes, const GrowingInput* growing = nullptr,
+                 TraceEntryListener* listener = nullptr);
   ~SnapshotReader() override;
 
   void take(uint32_t list_index, const pickle::Tree& tree, std::span<const pickle::Ref> items) override;

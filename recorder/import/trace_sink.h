@@ -4,13 +4,16 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "proto/chunk_encoder.h"
 #include "proto/event.h"
 #include "proto/frame_text.h"
 #include "proto/trace.pb.h"
@@ -30,6 +33,23 @@ class TraceSink {
   // Makes the output whole. A sink that is destroyed without finish() must not leave output
   // that looks complete (TraceWriter removes its temporary file).
   virtual void finish() = 0;
+
+  // A sink that writes chunks (TraceWriter) may take a whole trace as chunk rows encoded ahead,
+  // while an importer was still reading (chunks_ahead.h): how it cuts and compresses its chunks,
+  // or nothing when it takes only the calls above.
+  struct ChunkFormat {
+    uint32_t events_per_chunk = 0;
+    int zstd_level = 0;
+  };
+  virtual std::optional<ChunkFormat> encoded_chunk_format() const { return std::nullopt; }
+  // In place of begin(), intern_stack() and append(): the header, then the rows (cut every
+  // events_per_chunk events) of `encoder`, which interned the stacks in the order intern_stack()
+  // would have. finish() follows. The output is what the calls above would have made.
+  virtual void write_encoded(const proto::TraceHeader& header, format::ChunkEncoder&& encoder,
+                             const std::vector<format::ChunkRows>& rows) {
+    (void)header, (void)encoder, (void)rows;
+    throw std::logic_error("this sink takes no encoded chunks");
+  }
 };
 
 // Keeps the trace in memory, with stacks resolved back to text.

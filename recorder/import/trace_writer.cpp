@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -106,7 +107,10 @@ TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
       file_path_(file_path_for(path_, options.atomic)),
       atomic_(options.atomic),
       encoder_("TraceWriter", path_, file_path_, {options.events_per_chunk, options.zstd_level, options.compression_threads}),
-      background_encoding_(options.background_encoding) {
+      background_encoding_(options.background_encoding),
+      events_per_chunk_(options.events_per_chunk),
+      zstd_level_(options.zstd_level),
+      encoded_chunks_(options.encoded_chunks) {
   if (atomic_) temp_guard_.emplace(file_path_);
 }
 
@@ -124,6 +128,15 @@ void TraceWriter::begin(const proto::TraceHeader& header) {
     batch_.reserve(kBatchEvents);
     background_ = std::make_unique<BackgroundEncoder>(encoder_);
   }
+}
+
+void TraceWriter::write_encoded(const proto::TraceHeader& header, format::ChunkEncoder&& encoder,
+                                const std::vector<format::ChunkRows>& rows) {
+  if (!encoded_chunks_) throw std::logic_error("TraceWriter::write_encoded() without encoded_chunks");
+  begin(header);
+  encoder_.append_encoded(std::move(encoder), rows);
+  handed_over_ = encoder_.events_appended();  // what events_appended() counts with a background encoder
+  wrote_encoded_ = true;
 }
 
 void TraceWriter::append_now(const Event& event) {

@@ -23,6 +23,9 @@
 // std::invalid_argument; misuse (events before begin(), an invalid event kind) throws
 // std::logic_error (encoded in the background, from the append() or the call after the batch
 // it was in). Not thread-safe: one producer per writer.
+//
+// With `encoded_chunks` (the default), an importer may instead hand over the whole trace as chunk
+// rows it encoded while reading (write_encoded(), TraceEncoder::append_encoded): the same bytes.
 #pragma once
 
 #include <algorithm>
@@ -54,6 +57,9 @@ struct TraceWriterOptions {
   bool background_encoding = false;
   // Chunks compressed on up to this many threads at once (TraceEncoderOptions), the same bytes.
   uint32_t compression_threads = 0;
+  // Whether an importer may hand over chunk rows it encoded while reading (write_encoded()); the
+  // bytes are the same either way.
+  bool encoded_chunks = true;
 };
 
 // Every field of a TraceHeader but the format version (which the encoder sets), as the encoder
@@ -92,6 +98,15 @@ class TraceWriter final : public TraceSink {
   // Writes the last chunk, the footer and the trailer, then renames onto the path (atomic).
   void finish() override;
 
+  std::optional<ChunkFormat> encoded_chunk_format() const override {
+    if (!encoded_chunks_) return std::nullopt;
+    return ChunkFormat{events_per_chunk_, zstd_level_};
+  }
+  void write_encoded(const proto::TraceHeader& header, format::ChunkEncoder&& encoder,
+                     const std::vector<format::ChunkRows>& rows) override;
+  // Whether the events came through write_encoded().
+  bool wrote_encoded() const { return wrote_encoded_; }
+
   // Writes the pending events as a chunk now, so a reader sees them before the chunk is full.
   void flush() {
     drain();
@@ -126,6 +141,10 @@ class TraceWriter final : public TraceSink {
   TraceEncoder encoder_;
   std::optional<TempFileGuard> temp_guard_;  // atomic: removes file_path_ on SIGINT/SIGTERM
   bool background_encoding_;
+  uint32_t events_per_chunk_;
+  int zstd_level_;
+  bool encoded_chunks_;
+  bool wrote_encoded_ = false;
   std::vector<Event> batch_;  // background: events not handed over yet
   uint64_t handed_over_ = 0;  // background: events handed over, before the batch
   uint32_t stacks_interned_ = 0;

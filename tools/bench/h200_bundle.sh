@@ -21,6 +21,7 @@ pack_side() {  # side bin_dir lib_dir
 abs() { (cd "$1" && pwd); }
 pack_side base "$(abs "$1")" "$(abs "$2")"
 pack_side new "$(abs "$3")" "$(abs "$4")"
-cp "$here/best_of_policies.sh" "$here/import_vs_python.sh" "$here/../make_big_snapshot.py" \
+cp "$here/best_of_policies.sh" "$here/import_vs_python.sh" "$here/import_side_by_side.sh" "$here/import_tail.sh" \
+  "$here/../make_big_snapshot.py" \
   "$here/../../../shared/traces/gpt2_generate.default.pickle.xz" "$bundle/"
 echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1))"

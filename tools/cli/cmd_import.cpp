@@ -33,7 +33,9 @@ struct ImportOptions {
 void import(const ImportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (stderr_is_terminal()) std::cerr << "importing " << options.input << "...\n";
-  // Encoding overlaps the reading; once the reading is done, the chunks' zstd overlaps the encoding.
+  // A snapshot's chunks are encoded and compressed while it is read where the output stage adds
+  // nothing to its entries (recorder/import/chunks_ahead.h); otherwise encoding overlaps the output
+  // stage, and the chunks' zstd the encoding.
   TraceWriter writer(options.output, {.background_encoding = true, .compression_threads = kCompressionThreads});
   import_file(options.input, writer);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
