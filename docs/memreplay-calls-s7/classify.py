@@ -1,8 +1,14 @@
-# Classify the growth placements of an MR_TRACE log (temporary instrumentation).
+# Classifies the growth placements of an MR_TRACE log (docs/memreplay-calls-s7/experiments.patch):
+# usage: classify.py LOG [all]  (without `all`, only those with mapped - live >= the request)
 import sys, collections
 PAGE = 2 << 20
 MiB = 1 << 20
-lines = open(sys.argv[1]).read().split('\n')
+if len(sys.argv) < 2:
+    sys.exit("usage: classify.py LOG [all]")
+try:
+    lines = open(sys.argv[1]).read().split('\n')
+except OSError as e:
+    sys.exit(f"cannot read the MR_TRACE log: {e}")
 verbose = len(sys.argv) > 2
 live = {}          # addr -> (seq, size)
 freed_at = {}      # alloc seq -> free seq

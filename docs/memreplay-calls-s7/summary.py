@@ -1,5 +1,7 @@
-import sys, statistics as st
-exec(open('classify.py').read().split("def fmt")[0].replace("lines = open(sys.argv[1])","lines = open(sys.argv[1])"))
+# Counts for the growth placements of an MR_TRACE log (docs/memreplay-policy-calls.md, section 7).
+# usage: summary.py LOG   (reads LOG with classify.py's parser)
+import os, sys, statistics as st
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'classify.py')).read().split("def fmt")[0])
 PAGE=2<<20
 rows=[]
 for g, ranges, snap in events:
