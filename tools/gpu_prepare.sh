@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 shared=${MEMREPLAY_SHARED_DIR:-../shared}
 
-cmake -S . -B "$build" -G Ninja -DMEMREPLAY_PORTABLE=ON >/dev/null
+# Tests and benchmarks named on: tools/gpu_policies.sh --prepare may share BUILD_DIR and turns them off.
+cmake -S . -B "$build" -G Ninja -DMEMREPLAY_PORTABLE=ON -DMEMREPLAY_BUILD_TESTS=ON -DMEMREPLAY_BUILD_BENCHMARKS=ON >/dev/null
 ninja -C "$build" memreplay memreplay_tests gpu_replay_bench >/dev/null
 programs=("$build/tools/memreplay" "$build/tests/memreplay_tests" "$build/tools/gpu_replay_bench")
 
