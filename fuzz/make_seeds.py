@@ -91,6 +91,7 @@ for name in sorted(os.listdir(traces_dir)):
         tag = "%s_%d" % (stem, entries)
         put("unpickle_fuzz", tag + ".pickle", data)
         put("snapshot_import_fuzz", tag + ".pickle", data)
+        put("import_ahead_fuzz", tag + ".pickle", data)
         put("compressed_import_fuzz", tag + ".pickle", data)
         for suffix, packed in compressed(data):
             if entries == 24:
