@@ -34,8 +34,8 @@ namespace {
 // so that a regression fails. vit_infer_varbatch.emptycache meets it since the fifth session.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
-    {"gpt2_generate.default", 1.36}, {"gpt2_train.capped", 1.28},     {"gpt2_train.default", 1.28},
-    {"gpt2_train.stacks", 1.28},     {"gpt2_train.truncated", 1.02}, {"vit_infer_varbatch.default", 4.40},
+    {"gpt2_generate.default", 1.30}, {"gpt2_train.capped", 1.01},           {"gpt2_train.default", 1.01},
+    {"gpt2_train.stacks", 1.01},     {"vit_infer_varbatch.default", 4.48},
 };
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -123,6 +123,40 @@ TEST(VmmArenaPlacement, PagesAReclaimUnmappedCostAMapAgain) {
   EXPECT_EQ(unmapped->new_bytes, 6 * kMiB);
 }
 
+// GIVEN live blocks [0,2) and [6,8) MiB around a cached 4 MiB hole, and the free tail from 8 MiB
+// with pages mapped up to 12 MiB, WHEN blocks are placed that cost no new page in either, THEN a
+// 3 MiB block goes to the tail (what it leaves there is growth room, where in the hole it would
+// strand 1 MiB between live blocks), a 4 MiB one fills the hole exactly, and the tail, now from
+// 11 MiB, still places free of cost up to its first unmapped page.
+TEST(VmmArenaPlacement, ABlockGoesWhereItsRemainderCanGrowUnlessAHoleFitsItExactly) {
+  SimDevice device(SimDevice::Options{});
+  detail::VmmArena arena(device, 64 * kMiB);
+  suballoc::Range* hole = nullptr;
+  suballoc::Range* ahead = nullptr;
+  const uint64_t base = take_placed(arena, 2 * kMiB);
+  take_placed(arena, 4 * kMiB, &hole);
+  take_placed(arena, 2 * kMiB);
+  take_placed(arena, 4 * kMiB, &ahead);
+  arena.give_back(ahead);
+  arena.give_back(hole);
+  ASSERT_EQ(arena.mapped_bytes(), 12 * kMiB);
+
+  const auto growing = arena.place(3 * kMiB, false);
+  ASSERT_TRUE(growing);
+  EXPECT_EQ(growing->address, base + 8 * kMiB) << "the tail, not the tighter hole";
+  EXPECT_EQ(growing->new_bytes, 0u);
+  arena.take(*growing, 3 * kMiB);
+  EXPECT_EQ(take_placed(arena, 4 * kMiB), base + 2 * kMiB) << "the hole it fills exactly";
+  const auto rest = arena.place(kMiB, false);
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->address, base + 11 * kMiB);
+  EXPECT_EQ(rest->new_bytes, 0u);
+  const auto past = arena.place(2 * kMiB, false);
+  ASSERT_TRUE(past);
+  EXPECT_EQ(past->new_bytes, 2 * kMiB) << "page 12 is not mapped";
+  EXPECT_EQ(arena.mapped_bytes(), 12 * kMiB);
+}
+
 std::vector<std::string> traces() { return testing::shared_names("traces", ".pickle.xz"); }
 
 TEST(MemreplayPolicySharedSet, EveryTraceOfTheSharedSetIsCovered) {
@@ -155,13 +189,15 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
 
   const uint64_t our_calls = ours.device_alloc_calls + ours.device_free_calls;
   const uint64_t their_calls = pytorch.device_alloc_calls + pytorch.device_free_calls;
-  // The floor any policy within 1.02 x pays in growth calls (tests/test_support/growth_bound.h);
-  // ours keeps within 1/64 of its high-water mark, so it cannot beat it.
+  // The floor in growth calls (tests/test_support/growth_bound.h). The strict one assumes mapped
+  // bytes <= 1.02 x the live high-water mark at every moment; a policy that maps whole 2 MiB pages
+  // does not keep that early on (on resnet50_train the tip mapped 1088 MiB at H = 1059.6 MiB,
+  // 1.0268 x, docs/memreplay-policy-calls.md section 7), so only the floor with one page of slack
+  // at every moment is a lower bound for ours; both are printed.
   const std::vector<uint64_t> live = testing::live_curve(read_lifetimes(options.trace_path));
   const uint64_t bound = testing::min_growth_calls(live);
-  EXPECT_GE(ours.device_alloc_calls, bound) << "memreplay left the 1.02 x line by more than rounding forces";
-  // One 2 MiB page of slack at every moment: what a page-granular policy cannot avoid.
   const uint64_t page_slack_bound = testing::min_growth_calls(live, 2u << 20);
+  EXPECT_GE(ours.device_alloc_calls, page_slack_bound) << "memreplay left the 1.02 x line by more than a page";
   const bool possible = page_slack_bound <= their_calls;
   const auto gap = kKnownCallsGaps.find(GetParam());
   if (gap == kKnownCallsGaps.end()) {

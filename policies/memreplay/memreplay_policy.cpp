@@ -8,7 +8,9 @@
 //
 // Rules:
 //   1. One virtual range (VmmArena) for every stream and size: a request rounded up to 512 bytes
-//      goes where it needs the fewest newly mapped 2 MiB pages, best fit among equal costs. Where
+//      goes where it needs the fewest newly mapped 2 MiB pages; among places free of cost, a hole
+//      it fills exactly, else the smallest free range that still has unmapped pages (what it
+//      leaves there is growth room, not a hole stranded between live blocks), else best fit. Where
 //      no end of a free range is free of cost, the places where cached runs inside a range start
 //      or end are tried too, the shortest such run first (VmmArena::place_among_mapped). Memory
 //      freed on one stream is reused on another (a live allocator makes the allocating stream wait

@@ -19,7 +19,7 @@ bool VmmArena::ensure_reserved() {
   if (base_) return true;
   base_ = device_.reserve_address(va_bytes_);
   if (!base_) return false;
-  ranges_.add_chain(*base_, *base_ + va_bytes_);
+  list_growable(ranges_.add_chain(*base_, *base_ + va_bytes_), *base_, *base_ + va_bytes_);
   return true;
 }
 
@@ -37,21 +37,114 @@ uint64_t VmmArena::unmapped_bytes_in(uint64_t start, uint64_t end) const {
   return (end - start) - covered;
 }
 
+// Inlined into place(), its one caller: it runs at nearly every placement.
+[[gnu::always_inline]] inline std::optional<VmmArena::Placement> VmmArena::place_growable(uint64_t bytes,
+                                                                                       bool from_top) const {
+  // What the block leaves in such a range stays contiguous with pages that can still be mapped
+  // (growth room), where what it would leave in a hole between live blocks, smaller than the
+  // requests that follow, is stranded mapped memory. The list is short (the reservation's tail and
+  // the holes that reclaims unmapped pages in), and each entry knows its lowest and highest
+  // unmapped page: no lookup in mapped_, no walk over every free range.
+  const Growable* growing = nullptr;
+  uint64_t growing_size = 0;
+  for (const Growable& entry : growable_) {
+    // Free of cost at the low end when the block ends by the range's lowest unmapped page, at the
+    // high end when it starts after the end of its highest (both lie inside the range).
+    const suballoc::Range& range = *entry.range;
+    if (bytes > entry.first_unmapped - range.start && bytes > range.end - entry.unmapped_end) continue;
+    const uint64_t size = range.size();
+    if (growing != nullptr && (size > growing_size || (size == growing_size && range.start >= growing->range->start)))
+      continue;
+    growing = &entry;
+    growing_size = size;
+  }
+  if (growing == nullptr) return std::nullopt;
+  const suballoc::Range& range = *growing->range;
+  const bool low_free = bytes <= growing->first_unmapped - range.start;
+  const bool high_free = bytes <= range.end - growing->unmapped_end;
+  const bool at_top = from_top ? high_free : !low_free;
+  return Placement{at_top ? range.end - bytes : range.start, 0, growing->range};
+}
+
 std::optional<VmmArena::Placement> VmmArena::place(uint64_t bytes, bool from_top) {
   if (!ensure_reserved()) return std::nullopt;
   std::optional<Placement> best;
+  bool growable_tried = false;
   ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
+    // Ranges the block fills exactly come first; past them, a free-of-cost place in a range with
+    // unmapped pages beats every other (see place_growable).
+    if (!growable_tried && range->size() != bytes) {
+      growable_tried = true;
+      if (const auto growing = place_growable(bytes, from_top)) {
+        best = growing;
+        return false;
+      }
+    }
     // At the range's start, and (for ranges with mapped pages at their end) flush with its end.
     const uint64_t low = range->start;
     const uint64_t high = range->end - bytes;
     for (const uint64_t address : {from_top ? high : low, from_top ? low : high}) {
-      const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
+      // A range with no unmapped page costs nothing anywhere (the pages at its edges are touched
+      // by its live neighbours).
+      const uint64_t cost =
+          range->owner_slot == 0 ? 0 : unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
       if (!best || cost < best->new_bytes) best = Placement{address, cost, range};
       if (cost == 0 || low == high) break;
     }
     return best->new_bytes != 0;  // best fit among the ranges that cost nothing
   });
   return best;
+}
+
+uint64_t VmmArena::first_unmapped_page(uint64_t lo, uint64_t hi) const {
+  auto it = mapped_.upper_bound(lo);
+  if (it != mapped_.begin() && std::prev(it)->second > lo) lo = std::prev(it)->second;  // mapped_ is merged
+  return std::min(lo, hi);
+}
+
+uint64_t VmmArena::unmapped_end(uint64_t lo, uint64_t hi) const {
+  auto it = mapped_.lower_bound(hi);
+  if (it != mapped_.begin() && std::prev(it)->second >= hi) hi = std::prev(it)->first;
+  return std::max(lo, hi);
+}
+
+void VmmArena::index_growable(suballoc::Range* range) {
+  const uint64_t lo = page_ceil(range->start);
+  const uint64_t hi = page_floor(range->end);
+  const uint64_t first = lo < hi ? first_unmapped_page(lo, hi) : hi;
+  if (first >= hi) {
+    unlist_growable(range);
+    return;
+  }
+  list_growable(range, first, unmapped_end(lo, hi));
+}
+
+void VmmArena::put_growable(uint32_t slot, suballoc::Range* range, uint64_t first_unmapped, uint64_t unmapped_end) {
+  growable_[slot - 1] = Growable{range, first_unmapped, unmapped_end};
+  range->owner_slot = slot;
+}
+
+void VmmArena::list_growable(suballoc::Range* range, uint64_t first_unmapped, uint64_t unmapped_end) {
+  if (range->owner_slot == 0) {
+    growable_.emplace_back();
+    range->owner_slot = static_cast<uint32_t>(growable_.size());
+  }
+  put_growable(range->owner_slot, range, first_unmapped, unmapped_end);
+}
+
+void VmmArena::drop_growable(uint32_t slot) {
+  if (slot != growable_.size()) {  // the last entry takes its place
+    growable_[slot - 1] = growable_.back();
+    growable_[slot - 1].range->owner_slot = slot;
+  }
+  growable_.pop_back();
+}
+
+void VmmArena::unlist_growable(suballoc::Range* range) {
+  const uint32_t slot = range->owner_slot;
+  if (slot == 0) return;
+  range->owner_slot = 0;
+  drop_growable(slot);
 }
 
 std::optional<VmmArena::Placement> VmmArena::place_among_mapped(uint64_t bytes, const Placement& best) {
@@ -127,52 +220,86 @@ uint64_t VmmArena::pinned_bytes() const {
   return va_bytes_ - untouched;
 }
 
-suballoc::Range* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
-  const uint64_t address = placement.address;
-  if (placement.new_bytes > 0 || extend_bytes > 0) {
-    const uint64_t range_end = placement.range->end;
-    const uint64_t lo = page_floor(address);
-    uint64_t hi = page_ceil(address + bytes);
-    if (extend_bytes > 0) {
-      // Only over pages that are unmapped and free, up to the next mapped page.
-      const auto next_mapped = mapped_.lower_bound(hi);
-      const bool page_after_mapped = (next_mapped != mapped_.end() && next_mapped->first == hi) ||
-                                     (next_mapped != mapped_.begin() && std::prev(next_mapped)->second > hi);
-      if (!page_after_mapped) {
-        uint64_t limit = page_floor(range_end);
-        if (next_mapped != mapped_.end()) limit = std::min(limit, next_mapped->first);
-        hi = std::max(hi, std::min(limit, hi + page_ceil(extend_bytes)));
-      }
-    }
-    // Map each unmapped gap of [lo, hi).
-    uint64_t cursor = lo;
-    while (cursor < hi) {
-      auto it = mapped_.upper_bound(cursor);
-      if (it != mapped_.begin() && std::prev(it)->second > cursor) {
-        cursor = std::prev(it)->second;
-        continue;
-      }
-      const uint64_t gap_end = it == mapped_.end() ? hi : std::min(hi, it->first);
-      if (!device_.map(cursor, gap_end - cursor)) return nullptr;
-      add_mapped(cursor, gap_end);
-      cursor = gap_end;
-    }
-  }
-  live_bytes_ += bytes;
-  return ranges_.carve(placement.range, address, bytes);
+void VmmArena::split_growable(uint32_t slot, suballoc::Range* block) {
+  suballoc::Range* left = block->left;
+  suballoc::Range* right = block->right;
+  const uint64_t first = growable_[slot - 1].first_unmapped;
+  const uint64_t end = growable_[slot - 1].unmapped_end;
+  const uint64_t block_lo = page_floor(block->start);
+  const uint64_t block_hi = page_ceil(block->end);
+  put_growable(slot, left, first, unmapped_end(page_ceil(left->start), block_lo));
+  list_growable(right, first_unmapped_page(block_hi, page_floor(right->end)), end);
 }
 
-void VmmArena::give_back(suballoc::Range* block) {
-  live_bytes_ -= block->size();
-  ranges_.give_back(block);
+suballoc::Range* VmmArena::take_growing(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
+  const uint64_t address = placement.address;
+  suballoc::Range* const range = placement.range;
+  const uint64_t range_end = range->end;
+  const uint64_t lo = page_floor(address);
+  uint64_t hi = page_ceil(address + bytes);
+  if (extend_bytes > 0) {
+    // Only over pages that are unmapped and free, up to the next mapped page.
+    const auto next_mapped = mapped_.lower_bound(hi);
+    const bool page_after_mapped = (next_mapped != mapped_.end() && next_mapped->first == hi) ||
+                                   (next_mapped != mapped_.begin() && std::prev(next_mapped)->second > hi);
+    if (!page_after_mapped) {
+      uint64_t limit = page_floor(range_end);
+      if (next_mapped != mapped_.end()) limit = std::min(limit, next_mapped->first);
+      hi = std::max(hi, std::min(limit, hi + page_ceil(extend_bytes)));
+    }
+  }
+  // Map each unmapped gap of [lo, hi).
+  uint64_t cursor = lo;
+  while (cursor < hi) {
+    auto it = mapped_.upper_bound(cursor);
+    if (it != mapped_.begin() && std::prev(it)->second > cursor) {
+      cursor = std::prev(it)->second;
+      continue;
+    }
+    const uint64_t gap_end = it == mapped_.end() ? hi : std::min(hi, it->first);
+    if (!device_.map(cursor, gap_end - cursor)) {
+      index_growable(range);
+      return nullptr;
+    }
+    add_mapped(cursor, gap_end);
+    cursor = gap_end;
+  }
+  live_bytes_ += bytes;
+  const uint64_t range_start = range->start;
+  unlist_growable(range);  // the node becomes the block's; the remainders are looked up (rare)
+  suballoc::Range* block = ranges_.carve(range, address, bytes);
+  if (range_start < address) index_growable(block->left);
+  if (address + bytes < range_end) index_growable(block->right);
+  return block;
+}
+
+void VmmArena::give_back_by_growable(suballoc::Range* block) {
+  // The block's pages are mapped: the merged range's unmapped pages are its neighbours'.
+  const uint32_t left_slot = block->left != nullptr ? block->left->owner_slot : 0;
+  const uint32_t right_slot = block->right != nullptr ? block->right->owner_slot : 0;
+  suballoc::Range* merged = ranges_.give_back(block);  // a free right neighbour's node is gone
+  if (left_slot == 0) {  // the right neighbour's entry, now the merged range's
+    growable_[right_slot - 1].range = merged;
+    merged->owner_slot = right_slot;
+    return;
+  }
+  if (right_slot == 0) return;  // merged is the left neighbour, its unmapped pages the same
+  growable_[left_slot - 1].unmapped_end = growable_[right_slot - 1].unmapped_end;
+  drop_growable(right_slot);  // (may move the left neighbour's entry: last)
 }
 
 uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep_bytes) {
   if (!base_) return 0;  // nothing reserved, nothing mapped
   const uint64_t keep_lo = page_floor(keep_address);
   const uint64_t keep_hi = keep_bytes == 0 ? keep_lo : page_ceil(keep_address + keep_bytes);
-  // Runs of mapped pages that lie wholly inside a free range, outside the kept pages.
-  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  // Runs of mapped pages that lie wholly inside a free range, outside the kept pages, each with
+  // its free range (which has unmapped pages once the run is unmapped).
+  struct Run {
+    uint64_t start, end;
+    suballoc::Range* range;
+  };
+  std::vector<Run> runs;
+  suballoc::Range* in_range = nullptr;
   const auto add_runs = [&](uint64_t lo, uint64_t hi) {
     if (lo >= hi) return;
     auto it = mapped_.upper_bound(lo);
@@ -180,12 +307,14 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
     for (; it != mapped_.end() && it->first < hi; ++it) {
       const uint64_t s = std::max(lo, it->first);
       const uint64_t e = std::min(hi, it->second);
-      if (s < e) runs.emplace_back(s, e);
+      if (s < e) runs.push_back({s, e, in_range});
     }
   };
-  for (const auto& [start, end] : ranges_.free_in_chain(*base_)) {
-    const uint64_t lo = page_ceil(start);
-    const uint64_t hi = page_floor(end);
+  for (suballoc::Range* range = ranges_.chain_head(*base_); range != nullptr; range = range->right) {
+    if (!range->free) continue;
+    in_range = range;
+    const uint64_t lo = page_ceil(range->start);
+    const uint64_t hi = page_floor(range->end);
     if (keep_lo < keep_hi && lo < keep_hi && keep_lo < hi) {
       add_runs(lo, keep_lo);
       add_runs(keep_hi, hi);
@@ -196,22 +325,23 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
   // One call where one run suffices: the smallest run that holds `wanted`, unmapped whole (a run
   // cut in part leaves a piece that the next move cuts again, a call each time; the room left
   // over serves the next growths without an unmap); else the largest runs first.
-  std::sort(runs.begin(), runs.end(),
-            [](const auto& a, const auto& b) { return a.second - a.first > b.second - b.first; });
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.end - a.start > b.end - b.start; });
   const uint64_t wanted_pages = wanted == UINT64_MAX ? wanted : page_ceil(wanted);
   auto fit = runs.end();
-  for (auto it = runs.begin(); it != runs.end() && it->second - it->first >= wanted_pages; ++it) fit = it;
+  for (auto it = runs.begin(); it != runs.end() && it->end - it->start >= wanted_pages; ++it) fit = it;
   if (fit != runs.end()) {
-    device_.unmap(fit->first, fit->second - fit->first);
-    remove_mapped(fit->first, fit->second);
-    return fit->second - fit->first;
+    device_.unmap(fit->start, fit->end - fit->start);
+    remove_mapped(fit->start, fit->end);
+    note_unmapped(fit->range, fit->start, fit->end);
+    return fit->end - fit->start;
   }
   uint64_t unmapped = 0;
-  for (const auto& [start, end] : runs) {
+  for (const Run& run : runs) {
     if (unmapped >= wanted) break;
-    const uint64_t cut = std::min(end - start, wanted_pages - unmapped);
-    device_.unmap(end - cut, cut);
-    remove_mapped(end - cut, end);
+    const uint64_t cut = std::min(run.end - run.start, wanted_pages - unmapped);
+    device_.unmap(run.end - cut, cut);
+    remove_mapped(run.end - cut, run.end);
+    note_unmapped(run.range, run.end - cut, run.end);
     unmapped += cut;
   }
   return unmapped;
@@ -223,7 +353,17 @@ void VmmArena::release_all() {
     device_.release_address(*base_, va_bytes_);
     base_.reset();
     ranges_.clear();
+    growable_.clear();
   }
+}
+
+void VmmArena::note_unmapped(suballoc::Range* range, uint64_t start, uint64_t end) {
+  if (range->owner_slot == 0) {
+    list_growable(range, start, end);
+    return;
+  }
+  const Growable& entry = growable_[range->owner_slot - 1];
+  list_growable(range, std::min(entry.first_unmapped, start), std::max(entry.unmapped_end, end));
 }
 
 void VmmArena::add_mapped(uint64_t start, uint64_t end) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <absl/container/btree_map.h>
 
@@ -37,8 +38,10 @@ class VmmArena {
     uint64_t new_bytes = 0;  // bytes of pages that must be mapped for the block (0: all mapped)
     suballoc::Range* range = nullptr;  // the free range holding it
   };
-  // Where `bytes` would cost the fewest newly mapped pages; among equal costs the smallest free
-  // range (best fit), then the lowest address. nullopt when the address space is exhausted.
+  // Where `bytes` would cost the fewest newly mapped pages. Among places free of cost: a free range
+  // it fills exactly, else the smallest free range that still has unmapped pages (what the block
+  // leaves there stays contiguous with the unmapped frontier), else the smallest free range (best
+  // fit); within a range the lowest address. nullopt when the address space is exhausted.
   // `from_top`: among equal costs prefer the high end of a free range (large blocks gather at the
   // top of the address space, small ones at the bottom).
   std::optional<Placement> place(uint64_t bytes, bool from_top);
@@ -74,7 +77,29 @@ class VmmArena {
 
  private:
   bool ensure_reserved();
+  // take() from a range with unmapped pages: where pages must be mapped, and where none must.
+  [[gnu::noinline]] suballoc::Range* take_growing(const Placement& placement, uint64_t bytes, uint64_t extend_bytes);
+  suballoc::Range* take_from_growable(const Placement& placement, uint64_t bytes);
+  // After a free-of-cost take() between the unmapped pages of range `slot`: an entry each side.
+  [[gnu::noinline]] void split_growable(uint32_t slot, suballoc::Range* block);
+  // give_back() next to a range with unmapped pages.
+  [[gnu::noinline]] void give_back_by_growable(suballoc::Range* block);
   uint64_t unmapped_bytes_in(uint64_t start, uint64_t end) const;  // page-aligned range
+  // A free-of-cost place for `bytes` in the smallest free range with unmapped pages.
+  std::optional<Placement> place_growable(uint64_t bytes, bool from_top) const;
+  // Within page-aligned [lo, hi): the lowest unmapped page (hi when none), the end of the highest
+  // (lo when none). One lookup each.
+  uint64_t first_unmapped_page(uint64_t lo, uint64_t hi) const;
+  uint64_t unmapped_end(uint64_t lo, uint64_t hi) const;
+  // growable_'s entry for the free `range`, from lookups: made, updated, or dropped when it has no
+  // unmapped page.
+  void index_growable(suballoc::Range* range);
+  void list_growable(suballoc::Range* range, uint64_t first_unmapped, uint64_t unmapped_end);  // or update
+  void unlist_growable(suballoc::Range* range);  // if listed
+  // growable_[slot - 1] := `range`'s entry, given its lowest unmapped page and its highest's end.
+  void put_growable(uint32_t slot, suballoc::Range* range, uint64_t first_unmapped, uint64_t unmapped_end);
+  void drop_growable(uint32_t slot);  // the last entry moves into its place
+  void note_unmapped(suballoc::Range* range, uint64_t start, uint64_t end);  // pages inside the free range
   // Bytes of the pages of [address, +bytes), inside the free `range`, that no live block touches.
   uint64_t footprint_of(const suballoc::Range& range, uint64_t address, uint64_t bytes) const;
   // A power-of-two page (every GPU's granularity) rounds with a mask: a 64-bit division costs
@@ -97,8 +122,70 @@ class VmmArena {
   // every placement falls inside the same large mapped range, and a B-tree lookup per candidate
   // cost a third of a placement. Growing mapped_ keeps it true; remove_mapped() forgets it.
   mutable std::pair<uint64_t, uint64_t> known_mapped_{0, 0};
+  // The free ranges that have a whole unmapped page (the reservation's tail, holes that reclaims
+  // unmapped pages in), each with its lowest unmapped page and the end of its highest (addresses:
+  // a split or a merge on the other side leaves them as they are), and its place + 1 in
+  // Range::owner_slot (0: every page of the range is mapped). Kept up to date where pages are
+  // mapped (take) or unmapped (reclaim) and where free ranges split or merge, never by a walk.
+  struct Growable {
+    suballoc::Range* range;
+    uint64_t first_unmapped;
+    uint64_t unmapped_end;
+  };
+  std::vector<Growable> growable_;
   uint64_t mapped_bytes_ = 0;
   uint64_t live_bytes_ = 0;
 };
+
+
+// take() and give_back() run at every event: the checks that most of them need no more than
+// BinnedRanges are inlined into the policy; the rest is out of line.
+inline suballoc::Range* VmmArena::take(const Placement& placement, uint64_t bytes, uint64_t extend_bytes) {
+  const uint64_t address = placement.address;
+  suballoc::Range* const range = placement.range;
+  // Only a range with unmapped pages can need new ones, and only its remainders can have any.
+  if (range->owner_slot == 0) {
+    live_bytes_ += bytes;
+    return ranges_.carve(range, address, bytes);
+  }
+  if (placement.new_bytes > 0 || extend_bytes > 0) return take_growing(placement, bytes, extend_bytes);
+  return take_from_growable(placement, bytes);
+}
+
+inline suballoc::Range* VmmArena::take_from_growable(const Placement& placement, uint64_t bytes) {
+  const uint64_t address = placement.address;
+  suballoc::Range* const range = placement.range;
+  const uint32_t slot = range->owner_slot;
+  // Free of cost: no page changes, and the range's unmapped pages lie below the block's pages (in
+  // the left remainder), above them (in the right one), or both. The node becomes the block's; its
+  // entry goes to the remainder that has them, unchanged but for the node.
+  const bool left_grows = growable_[slot - 1].first_unmapped < page_floor(address);
+  const bool right_grows = growable_[slot - 1].unmapped_end > page_ceil(address + bytes);
+  range->owner_slot = 0;
+  live_bytes_ += bytes;
+  suballoc::Range* block = ranges_.carve(range, address, bytes);
+  if (left_grows != right_grows) {
+    suballoc::Range* rest = left_grows ? block->left : block->right;
+    growable_[slot - 1].range = rest;
+    rest->owner_slot = slot;
+  } else if (left_grows) {
+    split_growable(slot, block);
+  } else {
+    drop_growable(slot);
+  }
+  return block;
+}
+
+inline void VmmArena::give_back(suballoc::Range* block) {
+  live_bytes_ -= block->size();
+  // Only free ranges are listed in growable_.
+  const suballoc::Range* left = block->left;
+  const suballoc::Range* right = block->right;
+  if ((left == nullptr || left->owner_slot == 0) && (right == nullptr || right->owner_slot == 0)) {
+    ranges_.give_back(block);
+    return;
+  }
+  give_back_by_growable(block);
+}
 
 }  // namespace memreplay::detail

@@ -64,7 +64,8 @@ void BinnedRanges::bin_remove(Range* range) {
 }
 
 Range* BinnedRanges::make_free(uint64_t start, uint64_t end, SizeBins* bins, Range* left, Range* right) {
-  Range* range = nodes_.make(start, end, true, left == nullptr ? start : left->chain, bins, left, right);
+  Range* range = nodes_.make(Range{.start = start, .end = end, .free = true,
+                                   .chain = left == nullptr ? start : left->chain, .bins = bins, .left = left, .right = right});
   if (left != nullptr) {
     left->right = range;
   } else {

@@ -35,6 +35,11 @@ struct Range {
   uint64_t start = 0;
   uint64_t end = 0;
   bool free = true;
+  // Free for the owner's own index of its free ranges (VmmArena: 1 + the range's place in its list
+  // of free ranges with unmapped pages; 0: not listed). BinnedRanges never reads it; a new free
+  // range starts at 0, and a carved range keeps its value (the owner clears it). In the padding
+  // after `free`: a Range stays 88 bytes.
+  uint32_t owner_slot = 0;
   uint64_t chain = 0;  // the start of its chain
   SizeBins* bins = nullptr;  // free ranges: their group's bins
   Range* left = nullptr;  // neighbours in address order
