@@ -1,11 +1,13 @@
 // The unpickler's scalar run (Unpickler::run_scalar_ops: the key GETs and scalar values of trace
 // entries, executed in a tight loop) and every way out of it to the generic handlers: entries of
 // the usual shape, an extra key, keys in another order, a LONG1 past 8 bytes, a memoized frames
-// list fetched back, a MEMOIZE whose index is not the memo's end, a run longer than the stack's
-// room, and the errors inside a run (truncated, never stored, a recycled entry), with their offsets.
+// list, an entry and a streamed list fetched back, a MEMOIZE whose index is not the memo's end, a
+// run longer than the stack's room, and the errors inside a run (truncated, never stored, a
+// recycled entry), with their offsets.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -322,6 +324,54 @@ TEST(PickleScalarRun, AGetOfARecycledEntryIsRefused) {
   EXPECT_EQ(import_error(w.finish()),
             "t.pkl: byte " + std::to_string(at) +
                 ": BINGET (0x68): memo index 6 refers back to a trace entry (not a pickle torch writes)");
+}
+
+// Containers fetched by GET inside a run are noted as shared, as the generic GET notes them: an
+// entry listed twice in a batch is not recycled, so a later batch may fetch it again.
+TEST(PickleScalarRun, AnEntryFetchedByGetInsideARunIsNeverRecycled) {
+  SnapshotWriter w;
+  w.op('}');
+  const uint64_t entry = w.memoize();
+  w.op('(');
+  w.key("action"), w.key("alloc"), w.key("addr"), w.integer(kAddr), w.key("size"), w.integer(512);
+  w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
+  w.end_entry();
+  w.get(entry);          // the batch is [entry, entry]
+  w.op('e'), w.op('(');  // APPENDS hands it over; a new batch
+  w.get(entry);
+  struct Recording : pickle::DeviceTraceSink {
+    std::vector<std::vector<pickle::Ref>> batches;
+    std::vector<int64_t> addrs;
+    void take(uint32_t, const pickle::Tree& tree, std::span<const pickle::Ref> items) override {
+      batches.emplace_back(items.begin(), items.end());
+      for (const pickle::Ref ref : items) addrs.push_back(Value(&tree, ref).get("addr").value().as_int());
+    }
+  } sink;
+  pickle::UnpickleOptions options;
+  options.device_traces = &sink;
+  const std::string bytes = w.finish();
+  pickle::unpickle(bytes, "t.pkl", options);
+  ASSERT_EQ(sink.batches.size(), 2u);
+  ASSERT_EQ(sink.batches[0].size(), 2u);
+  ASSERT_EQ(sink.batches[1].size(), 1u);
+  EXPECT_EQ(sink.batches[0][0], sink.batches[0][1]);
+  EXPECT_EQ(sink.batches[1][0], sink.batches[0][0]);
+  EXPECT_EQ(sink.addrs, std::vector<int64_t>(3, static_cast<int64_t>(kAddr)));
+}
+
+// A GET of a streamed device trace list leaves the run and is refused by the generic GET.
+TEST(PickleScalarRun, AGetOfAStreamedListInsideARunIsRefused) {
+  SnapshotWriter w;  // memo index 5 is device_traces[0]
+  w.entry("segment_alloc", kAddr, 20'971'520, kTime);
+  w.op('e'), w.op('(');  // APPENDS streams the list; a new batch
+  w.begin_entry();
+  w.key("action"), w.key("alloc"), w.key("frames");
+  const size_t at = w.offset();
+  w.get(5);
+  w.end_entry();
+  EXPECT_EQ(import_error(w.finish()),
+            "t.pkl: byte " + std::to_string(at) +
+                ": BINGET (0x68): a device trace list is referred to twice (not a pickle torch writes)");
 }
 
 }  // namespace
