@@ -89,7 +89,7 @@ void Unpickler::run() {
           marks_.push_back(stack_.size());
         }
         break;
-      case HotOp::setitems: extend(Kind::dict, pop_mark()); break;
+      case HotOp::setitems: set_items(pop_mark()); break;
       case HotOp::stop:
         require(1);
         tree_.root_ = stack_.back();
