@@ -272,6 +272,9 @@ TEST(PickleReader, MalformedInputNamesTheProblem) {
       {bytes_of("\x80\x02(NNe."), "byte 5: APPENDS (0x65): no target object"},
       {bytes_of("\x80\x02}(Nu."), "SETITEMS (0x75): odd number of stack items"},
       {bytes_of("\x80\x02}(Ne."), "APPENDS (0x65): target is a dict, expected a list"},
+      {bytes_of("\x80\x02](NNu."), "SETITEMS (0x75): target is a list, expected a dict"},
+      {bytes_of("\x80\x02K\x01(NNu."), "SETITEMS (0x75): target is a int, expected a dict"},
+      {bytes_of("\x80\x02(NNu."), "byte 5: SETITEMS (0x75): no target object"},
       {bytes_of("\x80\x02h\x05."), "BINGET (0x68): memo index 5 was never stored"},
       {bytes_of("\x80\x02Nr\xff\xff\xff\xff."), "LONG_BINPUT (0x72): memo index 4294967295 is out of range"},
       {bytes_of("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f."), "BINUNICODE8 (0x8d): pickle truncated"},
@@ -291,6 +294,15 @@ TEST(PickleReader, MalformedInputNamesTheProblem) {
     EXPECT_NE(error.find(c.message), std::string::npos) << "got: " << error << "\nwant: " << c.message;
     EXPECT_EQ(error.rfind("t.pkl: byte ", 0), 0u) << error;
   }
+}
+
+// SETITEMS into a dict that has items already, or with no items, keeps every pair.
+TEST(PickleReader, ADictFilledInTwoBatchesAndAnEmptyOneHoldsEveryPair) {
+  const std::string bytes = bytes_of("\x80\x02}(K\x01K\x02u(u(K\x03K\x04u.");
+  const pickle::Tree tree = pickle::unpickle(bytes, "t.pkl");
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (auto [k, v] : tree.root().pairs()) pairs.emplace_back(k.as_int(), v.as_int());
+  EXPECT_EQ(pairs, (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {3, 4}}));
 }
 
 // A long encoding of a small int is legal when the extra bytes only extend the sign.

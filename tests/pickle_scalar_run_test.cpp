@@ -1,11 +1,13 @@
 // The unpickler's scalar run (Unpickler::run_scalar_ops: the key GETs and scalar values of trace
 // entries, executed in a tight loop) and every way out of it to the generic handlers: entries of
 // the usual shape, an extra key, keys in another order, a LONG1 past 8 bytes, a memoized frames
-// list fetched back, a MEMOIZE whose index is not the memo's end, a run longer than the stack's
-// room, and the errors inside a run (truncated, never stored, a recycled entry), with their offsets.
+// list, an entry and a streamed list fetched back, a MEMOIZE whose index is not the memo's end, a
+// run longer than the stack's room, and the errors inside a run (truncated, never stored, a
+// recycled entry), with their offsets.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "recorder/import/pickle_reader.h"
 #include "recorder/import/pytorch_snapshot_importer.h"
 #include "recorder/import/trace_sink.h"
+#include "tests/snapshot_pickle_writer.h"
 #include "tests/test_support.h"
 
 namespace memreplay {
@@ -22,92 +25,7 @@ namespace {
 
 using pickle::Kind;
 using pickle::Value;
-
-// Writes a snapshot pickle the way CPython's pickler lays out torch's (protocol 4, every str and
-// container memoized, key strings fetched back by GET after their first use).
-class SnapshotWriter {
- public:
-  SnapshotWriter() {
-    op(0x80), op(4);
-    op('}'), memoize(), op('(');
-    str("segments"), memoize(), op(']'), memoize();
-    str("device_traces"), memoize(), op(']'), memoize(), op(']'), memoize(), op('(');
-  }
-  // The bytes so far, and the finished pickle (the list into device_traces, the root's items).
-  size_t offset() const { return bytes_.size(); }
-  std::string finish() {
-    op('e'), op('a'), op('u'), op('.');
-    return bytes_;
-  }
-
-  void op(uint8_t c) { bytes_ += static_cast<char>(c); }
-  uint64_t memoize() {
-    op(0x94);
-    return memo_++;
-  }
-  // BINPUT: stores at `index`; the memo then holds one more item, as len(memo) counts.
-  void put(uint8_t index) {
-    op('q'), op(index);
-    ++memo_;
-  }
-  void str(const std::string& s) {  // SHORT_BINUNICODE
-    op(0x8c), op(static_cast<uint8_t>(s.size()));
-    bytes_ += s;
-  }
-  void get(uint64_t index) {
-    if (index < 256) {
-      op('h'), op(static_cast<uint8_t>(index));  // BINGET
-    } else {
-      op('j');  // LONG_BINGET
-      for (int i = 0; i < 4; ++i) op(static_cast<uint8_t>(index >> (8 * i)));
-    }
-  }
-  // The smallest opcode CPython picks for v >= 0: BININT1, BININT2, BININT or LONG1.
-  void integer(uint64_t v) {
-    if (v < 256) {
-      op('K'), op(static_cast<uint8_t>(v));
-    } else if (v < 65536) {
-      op('M'), op(static_cast<uint8_t>(v)), op(static_cast<uint8_t>(v >> 8));
-    } else if (v < 0x80000000u) {
-      op('J');
-      for (int i = 0; i < 4; ++i) op(static_cast<uint8_t>(v >> (8 * i)));
-    } else {
-      unsigned n = 1;
-      while (n < 8 && (v >> (8 * n - 1)) != 0) ++n;  // room for a zero sign bit
-      long1(v, n);
-    }
-  }
-  // LONG1 with exactly `n` bytes (n > 8 pads with `pad`, which must extend the sign to fit).
-  void long1(uint64_t v, unsigned n, uint8_t pad = 0) {
-    op(0x8a), op(static_cast<uint8_t>(n));
-    for (unsigned i = 0; i < n; ++i) op(i < 8 ? static_cast<uint8_t>(v >> (8 * i)) : pad);
-  }
-  // A key string: written and memoized the first time, fetched by GET after.
-  void key(const std::string& k) {
-    for (const auto& [name, index] : keys_)
-      if (name == k) return get(index);
-    str(k);
-    keys_.emplace_back(k, memoize());
-  }
-  void begin_entry() { op('}'), memoize(), op('('); }
-  void end_entry() { op('u'); }
-  // An entry with torch's usual keys and a fresh 'N/A' compile_context, as gpt2_generate has.
-  void entry(const std::string& action, uint64_t addr, uint64_t size, uint64_t time_us) {
-    begin_entry();
-    key("action"), key(action);
-    key("addr"), integer(addr);
-    key("size"), integer(size);
-    key("stream"), integer(0);
-    key("time_us"), integer(time_us);
-    key("compile_context"), str("N/A"), memoize();
-    end_entry();
-  }
-
- private:
-  std::string bytes_;
-  uint64_t memo_ = 0;
-  std::vector<std::pair<std::string, uint64_t>> keys_;
-};
+using testing::SnapshotWriter;
 
 // (kind, address, size, time_ns) of each event the importer wrote from the trace entries.
 using Step = std::tuple<EventKind, uint64_t, uint64_t, uint64_t>;
@@ -322,6 +240,54 @@ TEST(PickleScalarRun, AGetOfARecycledEntryIsRefused) {
   EXPECT_EQ(import_error(w.finish()),
             "t.pkl: byte " + std::to_string(at) +
                 ": BINGET (0x68): memo index 6 refers back to a trace entry (not a pickle torch writes)");
+}
+
+// Containers fetched by GET inside a run are noted as shared, as the generic GET notes them: an
+// entry listed twice in a batch is not recycled, so a later batch may fetch it again.
+TEST(PickleScalarRun, AnEntryFetchedByGetInsideARunIsNeverRecycled) {
+  SnapshotWriter w;
+  w.op('}');
+  const uint64_t entry = w.memoize();
+  w.op('(');
+  w.key("action"), w.key("alloc"), w.key("addr"), w.integer(kAddr), w.key("size"), w.integer(512);
+  w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
+  w.end_entry();
+  w.get(entry);          // the batch is [entry, entry]
+  w.op('e'), w.op('(');  // APPENDS hands it over; a new batch
+  w.get(entry);
+  struct Recording : pickle::DeviceTraceSink {
+    std::vector<std::vector<pickle::Ref>> batches;
+    std::vector<int64_t> addrs;
+    void take(uint32_t, const pickle::Tree& tree, std::span<const pickle::Ref> items) override {
+      batches.emplace_back(items.begin(), items.end());
+      for (const pickle::Ref ref : items) addrs.push_back(Value(&tree, ref).get("addr").value().as_int());
+    }
+  } sink;
+  pickle::UnpickleOptions options;
+  options.device_traces = &sink;
+  const std::string bytes = w.finish();
+  pickle::unpickle(bytes, "t.pkl", options);
+  ASSERT_EQ(sink.batches.size(), 2u);
+  ASSERT_EQ(sink.batches[0].size(), 2u);
+  ASSERT_EQ(sink.batches[1].size(), 1u);
+  EXPECT_EQ(sink.batches[0][0], sink.batches[0][1]);
+  EXPECT_EQ(sink.batches[1][0], sink.batches[0][0]);
+  EXPECT_EQ(sink.addrs, std::vector<int64_t>(3, static_cast<int64_t>(kAddr)));
+}
+
+// A GET of a streamed device trace list leaves the run and is refused by the generic GET.
+TEST(PickleScalarRun, AGetOfAStreamedListInsideARunIsRefused) {
+  SnapshotWriter w;  // memo index 5 is device_traces[0]
+  w.entry("segment_alloc", kAddr, 20'971'520, kTime);
+  w.op('e'), w.op('(');  // APPENDS streams the list; a new batch
+  w.begin_entry();
+  w.key("action"), w.key("alloc"), w.key("frames");
+  const size_t at = w.offset();
+  w.get(5);
+  w.end_entry();
+  EXPECT_EQ(import_error(w.finish()),
+            "t.pkl: byte " + std::to_string(at) +
+                ": BINGET (0x68): a device trace list is referred to twice (not a pickle torch writes)");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "recorder/import/chunks_ahead.h"
 
+#include <span>
 #include <utility>
 
 #include "recorder/import/entry_event.h"
@@ -10,9 +11,7 @@ ChunksAhead::ChunksAhead(uint32_t events_per_chunk, int zstd_level, size_t kept_
     : events_per_chunk_(events_per_chunk),
       zstd_level_(zstd_level),
       kept_column_bytes_(kept_column_bytes),
-      thread_([this] { run(); }) {
-  batch_.events.reserve(kBatchEvents);
-}
+      thread_([this] { run(); }) {}
 
 ChunksAhead::~ChunksAhead() {
   {
@@ -29,18 +28,22 @@ void ChunksAhead::stack(const std::vector<FrameText>& frames) {
 
 void ChunksAhead::entry(uint32_t device, const TraceStep& step, uint64_t time_ns, uint64_t stream, uint32_t stack) {
   if (abandoned_.load(std::memory_order_relaxed)) return;
-  if (!device_) device_ = device;
   // An annotation's metadata is the tables' business (ChunkEncoder::take_rows), and devices are
   // merged by time only at the end.
-  if (step.kind == EventKind::annotation || device != *device_) return abandon();
-  batch_.events.push_back(entry_event(step, device, time_ns, stream, stack, kDefaultPool));
+  if (device != device_ || step.kind == EventKind::annotation) [[unlikely]] {
+    if (device_ != kNoDevice || step.kind == EventKind::annotation) return abandon();
+    device_ = device;  // the first entry
+  }
+  batch_.events[batch_.count++] = entry_event(step, device, time_ns, stream, stack, kDefaultPool);
   ++entries_;
-  if (batch_.events.size() == kBatchEvents) hand_over();
+  if (batch_.count == kBatchEvents) [[unlikely]] hand_over();
 }
 
 void ChunksAhead::abandon() {
   abandoned_.store(true, std::memory_order_relaxed);
-  batch_ = {};
+  batch_.stacks = {};
+  batch_.events = {};  // no slots: entry() stores nothing once abandoned
+  batch_.count = 0;
 }
 
 void ChunksAhead::hand_over() {
@@ -51,7 +54,7 @@ void ChunksAhead::hand_over() {
   lock.unlock();
   changed_.notify_all();
   batch_.stacks.clear();
-  batch_.events.clear();
+  batch_.count = 0;
 }
 
 std::optional<ChunksAhead::Encoded> ChunksAhead::finish() {
@@ -87,7 +90,7 @@ void ChunksAhead::run() {
     if (abandoned_.load(std::memory_order_relaxed)) drop();
     else encode(work_);
     work_.stacks.clear();
-    work_.events.clear();
+    work_.count = 0;
     lock.lock();
     busy_ = false;
     changed_.notify_all();
@@ -97,7 +100,7 @@ void ChunksAhead::run() {
 void ChunksAhead::encode(Batch& batch) {
   try {
     for (const std::vector<FrameText>& frames : batch.stacks) sink_stacks_.push_back(encoder_.intern_stack(frames));
-    for (Event& e : batch.events) {
+    for (Event& e : std::span(batch.events).first(batch.count)) {
       if (e.stack != 0) e.stack = sink_stacks_[e.stack - 1];
       encoder_.add(e);
       if (encoder_.chunk_events() == events_per_chunk_) cut_rows();

@@ -66,9 +66,14 @@ class ChunksAhead final : public TraceEntryListener {
 
  private:
   static constexpr size_t kBatchEvents = 8192;
+  static constexpr uint32_t kNoDevice = UINT32_MAX;
   struct Batch {
+    Batch() : events(kBatchEvents) {}
     std::vector<std::vector<FrameText>> stacks;  // new since the last batch, in order
-    std::vector<Event> events;                   // stack: the reader's local id
+    // kBatchEvents slots, the first `count` filled: the reader's store is then one write, with no
+    // growth path (and no call) on its way. stack: the reader's local id.
+    std::vector<Event> events;
+    size_t count = 0;
   };
 
   void abandon();
@@ -82,7 +87,7 @@ class ChunksAhead final : public TraceEntryListener {
   const int zstd_level_;
   const size_t kept_column_bytes_;
   std::atomic<bool> abandoned_{false};
-  std::optional<uint32_t> device_;  // of the first entry
+  uint32_t device_ = kNoDevice;  // of the first entry
   uint64_t entries_ = 0;
   Batch batch_;  // being filled by the reader
 

@@ -89,7 +89,7 @@ void Unpickler::run() {
           marks_.push_back(stack_.size());
         }
         break;
-      case HotOp::setitems: extend(Kind::dict, pop_mark()); break;
+      case HotOp::setitems: set_items(pop_mark()); break;
       case HotOp::stop:
         require(1);
         tree_.root_ = stack_.back();
@@ -104,8 +104,9 @@ void Unpickler::run() {
 // The scalar opcodes of a trace entry's pairs (the key GETs and the values: 14 of an entry's 17
 // opcodes in gpt2_generate), run with the position, the stack top and the memo's size in
 // registers. It executes an opcode only when it cannot fail and needs nothing the generic
-// handlers would do besides: its bytes are all there, a GET finds a scalar (a container may be a
-// streamed list or a recyclable entry, so note_shared must see it), a LONG1 fits in 8 bytes,
+// handlers would do besides: its bytes are all there, a GET finds a scalar or a container that
+// is neither a taken entry nor a streamed list (marked shared, as note_shared marks it: the
+// frames list every entry of gpt2_generate ends with), a LONG1 fits in 8 bytes,
 // a MEMOIZE after a str gets the next memo index, the stack has room. Anything else stops it
 // before that opcode, which run() then executes the generic way, with its errors and offsets.
 bool Unpickler::run_scalar_ops() {
@@ -115,10 +116,15 @@ bool Unpickler::run_scalar_ops() {
   Ref* top = stack_.top();
   Ref* const room_end = stack_.room_end();
   uint64_t memo_size = memo_.size();
-  // A GET's slot, or kUnsetMemo when it must go the generic way.
+  // A GET's slot, or kUnsetMemo when it must go the generic way. A container fetched while
+  // streaming is noted as shared here, as memo_get notes it; a taken entry or a streamed list
+  // (whose errors are memo_get's) goes the generic way.
   auto fetchable = [&](uint64_t index) {
     const Ref ref = index < memo_size ? memo_[index] : kUnsetMemo;
-    return (ref & Tree::kScalarBit) || !streaming_ ? ref : kUnsetMemo;
+    if ((ref & Tree::kScalarBit) || !streaming_) return ref;
+    if (ref == kTakenMemo || find_streamed(ref) != nullptr) return kUnsetMemo;
+    container_memo_[ref] = kShared;
+    return ref;
   };
   while (pos < end && top != room_end) {
     const size_t left = end - pos;

@@ -290,6 +290,7 @@ class SnapshotReader::Impl {
     const uint32_t shape = entry.shape_id();
     if (shape != 0 && shape == shape_.id) {  // same keys as the last entry: fields by position
       const pickle::Ref* values = entry.shaped_values();
+      if (shape_.usual && read_usual(d, values, out)) return;
       const size_t pairs = shape_.fields.size();
       for (size_t i = 0; i < pairs; ++i) fields.ref[static_cast<size_t>(shape_.fields[i])] = values[i];
       fields.seen = shape_.seen;
@@ -303,6 +304,7 @@ class SnapshotReader::Impl {
         shape_.fields.push_back(f);
       });
       shape_.seen = fields.seen;
+      plan_usual_shape();
     }
     auto value = [&](Field f) { return Value(tree_, fields.ref[static_cast<size_t>(f)]); };
 
@@ -352,6 +354,61 @@ class SnapshotReader::Impl {
     }
     out.spool.push(step, time_ns, stack);
     if (listener_ != nullptr) listener_->entry(d, step, time_ns, c_.streams.handle(step.stream), stack);
+  }
+
+  // The usual shape: the keys of an alloc, free or segment event (action, addr, size, stream;
+  // time_us and frames where there; other keys ignored). read_usual reads an entry of that shape by the
+  // values' positions, without EntryFields.
+  void plan_usual_shape() {
+    constexpr uint32_t kNeeded = (1u << static_cast<unsigned>(Field::action)) |
+                                 (1u << static_cast<unsigned>(Field::addr)) |
+                                 (1u << static_cast<unsigned>(Field::size)) |
+                                 (1u << static_cast<unsigned>(Field::stream));
+    // A repeated key's last value counts, as in the generic path (and in Python).
+    for (size_t i = 0; i < shape_.fields.size(); ++i)
+      shape_.at[static_cast<size_t>(shape_.fields[i])] = static_cast<uint32_t>(i);
+    shape_.usual = (shape_.seen & kNeeded) == kNeeded;
+  }
+
+  // An entry of the usual shape whose action is an alloc, free or segment event and whose fields
+  // are all in range: read as read_entry's generic path reads it (the same checks in the same
+  // order, the same stream label, spool push and listener call). Anything else returns false
+  // having changed nothing the generic path does not do again the same way (a stream label).
+  [[gnu::always_inline]] bool read_usual(uint32_t d, const pickle::Ref* values, SnapshotDevice& out) {
+    auto value = [&](Field f) { return Value(tree_, values[shape_.at[static_cast<size_t>(f)]]); };
+    const uint8_t kind = actions_.get(value(Field::action));
+    if (kind == 0 || kind == static_cast<uint8_t>(EventKind::oom) ||
+        kind == static_cast<uint8_t>(EventKind::snapshot) || kind == static_cast<uint8_t>(EventKind::annotation))
+      return false;
+    uint64_t time_ns = 0;
+    if (shape_.has(Field::time_us)) {
+      const std::optional<int64_t> us = value(Field::time_us).int_value();
+      if (!us || *us < 0 || static_cast<uint64_t>(*us) > UINT64_MAX / 1000) return false;
+      time_ns = static_cast<uint64_t>(*us) * 1000;
+    }
+    const std::optional<int64_t> stream = value(Field::stream).int_value();
+    const std::optional<int64_t> addr = value(Field::addr).int_value();
+    const std::optional<int64_t> size = value(Field::size).int_value();
+    if (!stream || !addr || *addr < 0 || !size || *size < 0) return false;
+    std::optional<Value> frames;
+    if (shape_.has(Field::frames)) {
+      frames = value(Field::frames);
+      if (!frames->is(Kind::list)) return false;
+    }
+    TraceStep step;
+    step.kind = static_cast<EventKind>(kind);
+    step.stream = c_.streams.label(static_cast<uint64_t>(*stream));
+    step.address = static_cast<uint64_t>(*addr);
+    step.size = static_cast<uint64_t>(*size);
+    uint32_t stack = 0;
+    if (frames) {
+      const uint64_t index = out.spool.size();
+      auto bad = [&](const std::string& what) { fail_entry(d, index, what); };
+      stack = local_stack(*frames, bad);
+    }
+    out.spool.push(step, time_ns, stack);
+    if (listener_ != nullptr) listener_->entry(d, step, time_ns, c_.streams.handle(step.stream), stack);
+    return true;
   }
 
   // The 1-based index in c_.stacks of a frames list (0 for none), shared by aliased lists.
@@ -436,6 +493,9 @@ class SnapshotReader::Impl {
     uint32_t id = 0;
     std::vector<Field> fields;
     uint32_t seen = 0;
+    bool usual = false;                      // see plan_usual_shape
+    std::array<uint32_t, kFieldCount> at{};  // a field's position, where `seen` has it
+    bool has(Field f) const { return ((seen >> static_cast<unsigned>(f)) & 1u) != 0; }
   } shape_;
   NodeCache<uint8_t> actions_{classify_action};
   uint64_t budget_;

@@ -25,7 +25,7 @@ class StepSpool {
   // `for_file` names the input in errors about the scratch files.
   explicit StepSpool(std::string for_file) : for_file_(std::move(for_file)) {}
 
-  void push(const TraceStep& step, uint64_t time_ns, uint32_t stack) {
+  [[gnu::always_inline]] void push(const TraceStep& step, uint64_t time_ns, uint32_t stack) {
     if (!steps_.reserved()) reserve();
     steps_.push_back(step);
     sides_.push_back({time_ns, stack, 0});

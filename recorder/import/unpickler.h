@@ -158,6 +158,20 @@ class Unpickler {
   void collapse(Kind kind, size_t from);
   // APPEND(S), SETITEM(S), ADDITEMS: items from `from` go into the object just below them.
   void extend(Kind expected, size_t from);
+  // SETITEMS of pairs into a dict with no items yet (every trace entry) goes straight to
+  // fill_shaped; anything else, every error included, the way extend goes.
+  [[gnu::always_inline]] void set_items(size_t from) {
+    const size_t top = stack_.size();
+    if (from > floor() && from < top && (top - from) % 2 == 0 && !(stack_[from - 1] & Tree::kScalarBit)) {
+      Tree::Container& c = tree_.containers_[stack_[from - 1]];
+      if (c.kind == Kind::dict && c.count == 0) {
+        fill_shaped(c, from, static_cast<uint32_t>(top - from));
+        stack_.resize(from);
+        return;
+      }
+    }
+    extend(Kind::dict, from);
+  }
   [[noreturn, gnu::cold, gnu::noinline]] void fail_target(Kind kind, Kind expected) const;
 
   // --- streaming device traces (see DeviceTraceSink) ---
