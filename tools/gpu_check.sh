@@ -44,7 +44,7 @@ echo "== tests" | tee -a "$log"
 # SimAsyncPoolCalibration needs ../shared, which does not travel (it fails without it): the
 # local test suite runs it.
 MEMREPLAY_GPU_TRACE_DIR=$traces "$build/tests/memreplay_tests" \
-  --gtest_filter='CudaDevice*:CudaDeviceRegistry*:*CudaReplay*:SimAsyncPool*:CudaAsyncPolicy*:LatencyHistogram*-SimAsyncPoolCalibration.*' \
+  --gtest_filter='CudaDevice*:CudaDeviceRegistry*:*DeviceContract*:*CudaReplay*:SimAsyncPool*:CudaAsyncPolicy*:LatencyHistogram*-SimAsyncPoolCalibration.*' \
   --gtest_output="json:$out/gtest.json" >>"$log" 2>&1
 echo "   memreplay_tests exit status $?" | tee -a "$log"
 
