@@ -9,7 +9,7 @@
 // pages no live block touches. Invariants:
 //   Σ live block bytes + Σ free range bytes = reservation bytes
 //   mapped_bytes() = Σ mapped page ranges = what the Device counts as reserved for this arena
-// Used by the `memreplay` policy (memreplay_policy.cpp) and by the `gmlake` model.
+// Used by the `memreplay` policy (memreplay_policy.cpp) only.
 #pragma once
 
 #include <bit>
