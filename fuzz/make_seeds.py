@@ -90,6 +90,7 @@ for name in sorted(os.listdir(traces_dir)):
         data = pickle.dumps(small_snapshot(snapshot, entries, frames), protocol=4)
         tag = "%s_%d" % (stem, entries)
         put("unpickle_fuzz", tag + ".pickle", data)
+        put("one_pass_dict_fuzz", tag + ".pickle", data)
         put("snapshot_import_fuzz", tag + ".pickle", data)
         put("import_ahead_fuzz", tag + ".pickle", data)
         put("compressed_import_fuzz", tag + ".pickle", data)
@@ -110,8 +111,9 @@ for name in sorted(os.listdir(traces_dir)):
     put("rmm_import_fuzz", stem + ".csv", rmm_log(snapshot, 80))
     put("compressed_import_fuzz", stem + ".csv.gz", gzip.compress(rmm_log(snapshot, 80)))
     for protocol in (2, 3, 5):
-        put("unpickle_fuzz", "%s_p%d.pickle" % (stem, protocol),
-            pickle.dumps(small_snapshot(snapshot, 12, True), protocol=protocol))
+        for target in ("unpickle_fuzz", "one_pass_dict_fuzz"):
+            put(target, "%s_p%d.pickle" % (stem, protocol),
+                pickle.dumps(small_snapshot(snapshot, 12, True), protocol=protocol))
 
 for i, spec in enumerate([
     "", "expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.7",

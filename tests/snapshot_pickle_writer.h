@@ -21,6 +21,7 @@ class SnapshotWriter {
   }
   // The bytes so far, and the finished pickle (the list into device_traces, the root's items).
   size_t offset() const { return bytes_.size(); }
+  uint64_t memo_count() const { return memo_; }  // the index the next MEMOIZE stores at
   std::string finish() {
     op('e'), op('a'), op('u'), op('.');
     return bytes_;

@@ -44,26 +44,33 @@ class HugePageArray {
   std::span<const T> view() const { return {data_, size_}; }
   // The caller keeps size() below capacity().
   void push_back(const T& value) {
-    if (size_ == kSmallEntries) ::madvise(data_, bytes(), MADV_HUGEPAGE);
+    if (size_ == kSmallEntries && !huge_) huge_ = ::madvise(data_, bytes(), MADV_HUGEPAGE) == 0;
     data_[size_++] = value;
   }
-  // Empties the array and gives its pages back; the reservation stays.
-  void clear() {
-    if (size_ > 0) ::madvise(data_, bytes(), MADV_DONTNEED);
+  // Empties the array and gives back its pages past the first `kept` values; the reservation
+  // stays. An array refilled in batches keeps a batch's pages: faulting them in again would zero
+  // them again (a huge page each time).
+  void clear(size_t kept = 0) {
+    const size_t kept_bytes = (kept * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
+    if (size_ * sizeof(T) > kept_bytes)
+      ::madvise(reinterpret_cast<char*>(data_) + kept_bytes, bytes() - kept_bytes, MADV_DONTNEED);
     size_ = 0;
   }
 
  private:
-  static constexpr size_t kSmallEntries = (size_t{2} << 20) / sizeof(T);
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kSmallEntries = kHugePage / sizeof(T);
   size_t bytes() const { return capacity_ * sizeof(T); }
   void swap(HugePageArray& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
+    std::swap(huge_, other.huge_);
   }
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  bool huge_ = false;  // advised
 };
 
 }  // namespace memreplay

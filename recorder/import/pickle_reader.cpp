@@ -83,6 +83,7 @@ void Unpickler::run() {
         break;
       case HotOp::mark: marks_.push_back(stack_.size()); break;
       case HotOp::empty_dict:  // in snapshots always followed by MEMOIZE, MARK
+        if (options_.one_pass_dicts && read_shaped_dict()) break;
         push(add_container(Kind::dict));
         if (take_next_memoize() && next_op_is(MARK)) {
           ++pos_;

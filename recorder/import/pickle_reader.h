@@ -226,6 +226,10 @@ struct UnpickleOptions {
   // Called about every 64 MiB of input with the offset reached: a mapped input may release the
   // pages before it (scalars are decoded from the input later, so they may read back).
   std::function<void(uint64_t)> progress;
+  // Dicts of the last dict's keys read in one pass (unpickler_shaped_dict.cpp). The same tree
+  // either way: off only for the tests and fuzzers that compare the two.
+  bool one_pass_dicts = true;
+  uint64_t* dicts_read_in_one_pass = nullptr;  // counted there where set (tests)
 };
 
 // Unpickles `data`. `file` only names the input in error messages. Throws InputError.

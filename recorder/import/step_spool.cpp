@@ -20,8 +20,9 @@ void StepSpool::spill() {
   }
   step_file_->append(steps_.data(), steps_.size() * sizeof(TraceStep));
   side_file_->append(sides_.data(), sides_.size() * sizeof(Side));
-  steps_.clear();  // gives the pages back: the in-memory part before the first spill is big
-  sides_.clear();
+  // The in-memory part before the first spill is big: its pages go back, but a batch's.
+  steps_.clear(kBatch);
+  sides_.clear(kBatch);
 }
 
 void StepSpool::seal() {

@@ -5,6 +5,7 @@
 //   unpickler_input.cpp        reading the input, whole or growing: bytes, lines, numbers, errors
 //   unpickler_containers.cpp   the Tree's containers and their layouts (Tree::Container)
 //   unpickler_streaming.cpp    device traces handed to the DeviceTraceSink, entries recycled
+//   unpickler_shaped_dict.cpp  a trace entry's dict read in one pass (read_shaped_dict)
 // Internal to recorder/import.
 #pragma once
 
@@ -46,6 +47,8 @@ class Unpickler {
   static constexpr uint64_t kShared = kNoMemo - 1;  // referred to more than once: never recycled
   // Shaped dicts of up to this many pairs have their value runs recycled (trace entries have 5-9).
   static constexpr uint32_t kMaxRecycledPairs = 16;
+  // Dicts of up to this many pairs are read in one pass (read_shaped_dict).
+  static constexpr uint32_t kMaxOnePassPairs = kMaxRecycledPairs;
   static constexpr uint64_t kProgressBytes = uint64_t{64} << 20;
   static constexpr uint64_t kGrowingWindow = uint64_t{1} << 20;
 
@@ -138,6 +141,11 @@ class Unpickler {
   // A dict's first batch: its values go to children_, its keys to a shape it shares with a
   // recent dict that had the same keys in the same order.
   void fill_shaped(Tree::Container& c, size_t from, uint32_t count);
+  // Where a shaped dict's `pairs` values go: a taken entry's run of that length, or a new one.
+  void take_value_run(Tree::Container& c, uint32_t pairs);
+  // At EMPTY_DICT: the whole dict read in one pass when it has the last shape's keys, else false
+  // having done nothing run() would not do again (see unpickler_shaped_dict.cpp).
+  bool read_shaped_dict();
   struct Shape;
   bool shape_matches(const Shape& shape, const Ref* pairs, uint32_t count) const;
 

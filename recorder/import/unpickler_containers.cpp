@@ -35,15 +35,7 @@ void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
   const uint32_t pairs = count / 2;
   const Ref* items = stack_.data() + from;
   auto& children = tree_.children_;
-  // Where the values go, which depends on the number of pairs only.
-  if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
-    c.begin = free_values_[pairs].back();
-    free_values_[pairs].pop_back();
-  } else {
-    check_room(children.size(), pairs);
-    c.begin = static_cast<uint32_t>(children.size());
-    children.resize(children.size() + pairs);
-  }
+  take_value_run(c, pairs);
   c.layout = Tree::Layout::shaped;
   c.count = count;
   // At most one recent shape has these keys (a shape is added only when none matched), so the
@@ -77,6 +69,19 @@ void Unpickler::fill_shaped(Tree::Container& c, size_t from, uint32_t count) {
     shape = &slot;
   }
   c.extra = shape->begin;
+}
+
+void Unpickler::take_value_run(Tree::Container& c, uint32_t pairs) {
+  // Which run depends on the number of pairs only.
+  if (streaming_ && pairs <= kMaxRecycledPairs && !free_values_[pairs].empty()) {  // a taken entry's run
+    c.begin = free_values_[pairs].back();
+    free_values_[pairs].pop_back();
+    return;
+  }
+  auto& children = tree_.children_;
+  check_room(children.size(), pairs);
+  c.begin = static_cast<uint32_t>(children.size());
+  children.resize(children.size() + pairs);
 }
 
 void Unpickler::unshape(Tree::Container& c) {
