@@ -117,23 +117,13 @@ bool Unpickler::run_scalar_ops() {
   Ref* top = stack_.top();
   Ref* const room_end = stack_.room_end();
   uint64_t memo_size = memo_.size();
-  // A GET's slot, or kUnsetMemo when it must go the generic way. A container fetched while
-  // streaming is noted as shared here, as memo_get notes it; a taken entry or a streamed list
-  // (whose errors are memo_get's) goes the generic way.
-  auto fetchable = [&](uint64_t index) {
-    const Ref ref = index < memo_size ? memo_[index] : kUnsetMemo;
-    if ((ref & Tree::kScalarBit) || !streaming_) return ref;
-    if (ref == kTakenMemo || find_streamed(ref) != nullptr) return kUnsetMemo;
-    container_memo_[ref] = kShared;
-    return ref;
-  };
   while (pos < end && top != room_end) {
     const size_t left = end - pos;
     const auto* p = reinterpret_cast<const uint8_t*>(data + pos);
     switch (kScalarOps[p[0]]) {
       case ScalarOp::long_binget: {
         if (left < 5) goto done;
-        const Ref ref = fetchable(detail::load_le(data + pos + 1, 4));
+        const Ref ref = fast_get(detail::load_le(data + pos + 1, 4), memo_size);
         if (ref == kUnsetMemo) goto done;
         *top++ = ref;
         pos += 5;
@@ -141,7 +131,7 @@ bool Unpickler::run_scalar_ops() {
       }
       case ScalarOp::binget: {
         if (left < 2) goto done;
-        const Ref ref = fetchable(p[1]);
+        const Ref ref = fast_get(p[1], memo_size);
         if (ref == kUnsetMemo) goto done;
         *top++ = ref;
         pos += 2;

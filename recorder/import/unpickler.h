@@ -241,6 +241,18 @@ class Unpickler {
     push(ref);
   }
 
+  // A GET's slot for the fast paths (run_scalar_ops, read_shaped_dict), with the memo's size as
+  // they see it: kUnsetMemo where the GET must go the generic way (never stored, a taken entry, a
+  // streamed list: memo_get's errors); a container fetched while streaming is noted as shared,
+  // as memo_get notes it.
+  [[gnu::always_inline]] Ref fast_get(uint64_t index, uint64_t memo_size) {
+    const Ref ref = index < memo_size ? memo_[index] : kUnsetMemo;
+    if ((ref & Tree::kScalarBit) || !streaming_) return ref;
+    if (ref == kTakenMemo || find_streamed(ref) != nullptr) return kUnsetMemo;
+    container_memo_[ref] = kShared;
+    return ref;
+  }
+
   // From the opcode at op_pos_: a run of the scalar opcodes a trace entry's pairs consist of,
   // executed without leaving a tight loop. See pickle_reader.cpp. False when it executed none.
   bool run_scalar_ops();

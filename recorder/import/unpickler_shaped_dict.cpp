@@ -31,14 +31,6 @@ bool Unpickler::read_shaped_dict() {
 
   const Ref* const keys = tree_.shape_keys_.data() + shape.begin;
   const uint64_t memo_size = memo_.size();  // the dict's own slot is memo_size, not stored yet
-  // A memo GET's slot, or kUnsetMemo when it must go the generic way (see run_scalar_ops).
-  auto fetched = [&](uint64_t index) {
-    const Ref ref = index < memo_size ? memo_[index] : kUnsetMemo;
-    if ((ref & Tree::kScalarBit) || !streaming_) return ref;
-    if (ref == kTakenMemo || find_streamed(ref) != nullptr) return kUnsetMemo;
-    container_memo_[ref] = kShared;
-    return ref;
-  };
   std::array<Ref, kMaxOnePassPairs> values;
   std::array<Ref, kMaxOnePassPairs> memoized;  // strs memoized in the dict, in order
   uint32_t memoized_count = 0;
@@ -84,14 +76,14 @@ bool Unpickler::read_shaped_dict() {
         }
         break;
       case BINGET: {
-        const Ref ref = fetched(data[pos + 1]);
+        const Ref ref = fast_get(data[pos + 1], memo_size);
         if (ref == kUnsetMemo) return false;
         values[i] = ref, pos += 2;
         break;
       }
       case LONG_BINGET: {
         if (left < 5) return false;
-        const Ref ref = fetched(detail::load_le(data_.data() + pos + 1, 4));
+        const Ref ref = fast_get(detail::load_le(data_.data() + pos + 1, 4), memo_size);
         if (ref == kUnsetMemo) return false;
         values[i] = ref, pos += 5;
         break;
