@@ -49,6 +49,15 @@ void write_entries(SnapshotWriter& w, int n) {
   for (int i = 0; i < n; ++i) w.entry(i % 2 ? "free_completed" : "alloc", kAddr + 512 * i, 512, kTime + i);
 }
 
+// An entry of keys (action, frames) whose frames list is new: its memo index, for later GETs.
+uint64_t write_entry_with_fresh_frames(SnapshotWriter& w) {
+  w.begin_entry();
+  w.key("action"), w.key("alloc"), w.key("frames"), w.op(']');
+  const uint64_t frames = w.memoize();
+  w.end_entry();
+  return frames;
+}
+
 TEST(PickleShapedDict, UsualEntriesAfterTheFirstAreReadInOnePassIntoTheSameTree) {
   SnapshotWriter w;
   write_entries(w, 6);
@@ -123,10 +132,7 @@ TEST(PickleShapedDict, NoneBoolsAndMemoizedOrPlainStrsAreReadInOnePass) {
 
 TEST(PickleShapedDict, AFetchedFramesListIsSharedAndTheEntriesAroundItRecycledTheSameWay) {
   SnapshotWriter w;
-  w.begin_entry();
-  w.key("action"), w.key("alloc"), w.key("frames"), w.op(']');
-  const uint64_t frames = w.memoize();
-  w.end_entry();
+  const uint64_t frames = write_entry_with_fresh_frames(w);
   for (int i = 0; i < 4; ++i) {
     w.begin_entry();
     w.key("action"), w.key("alloc"), w.key("frames"), w.get(frames);
@@ -194,10 +200,7 @@ TEST(PickleShapedDict, AFrameInsideADictAndAMemoWithAGapGoTheGenericWay) {
 
 TEST(PickleShapedDict, EveryPrefixAndEveryByteChangedGiveTheSameResultBothWays) {
   SnapshotWriter w;
-  w.begin_entry();
-  w.key("action"), w.key("alloc"), w.key("frames"), w.op(']');
-  const uint64_t frames = w.memoize();
-  w.end_entry();
+  const uint64_t frames = write_entry_with_fresh_frames(w);
   for (int i = 0; i < 3; ++i) {
     w.begin_entry();
     w.key("action"), w.key(i % 2 ? "free_completed" : "alloc"), w.key("frames"), w.get(frames);
