@@ -7,33 +7,52 @@ namespace memreplay {
 static_assert(std::is_trivially_copyable_v<TraceStep>, "TraceSteps are written to scratch files as bytes");
 
 // Reserved at the first entry (a device without entries costs nothing): the in-memory part, then
-// the batches, in the same range.
+// the batches, in the same range; the second batch at the first spill.
 void StepSpool::reserve() {
-  steps_ = HugePageArray<TraceStep>(kInMemoryEntries);
-  sides_ = HugePageArray<Side>(kInMemoryEntries);
+  const size_t capacity = spilled() ? kBatch : kInMemoryEntries;
+  batches_[filling_] = {HugePageArray<TraceStep>(capacity), HugePageArray<Side>(capacity)};
 }
 
 void StepSpool::spill() {
-  if (!spilled()) {
+  if (!spilled()) {  // created here, so that a scratch directory that cannot be used fails at once
     step_file_ = std::make_unique<ScratchFile>(for_file_);
     side_file_ = std::make_unique<ScratchFile>(for_file_);
   }
-  step_file_->append(steps_.data(), steps_.size() * sizeof(TraceStep));
-  side_file_->append(sides_.data(), sides_.size() * sizeof(Side));
+  wait_for_write();  // the other batch is free once its write has ended
+  Batch& other = batches_[filling_ ^ 1];
   // The in-memory part before the first spill is big: its pages go back, but a batch's.
-  steps_.clear(kBatch);
-  sides_.clear(kBatch);
+  if (other.steps.reserved()) {
+    other.steps.clear(kBatch);
+    other.sides.clear(kBatch);
+  }
+  // The write holds the batch's pages and the files, never the spool: a vector of devices may
+  // move the spool while it runs.
+  const Batch& full = batches_[filling_];
+  writing_ = std::async(std::launch::async, [steps = full.steps.view(), sides = full.sides.view(),
+                                             step_file = step_file_.get(), side_file = side_file_.get()] {
+    step_file->append(steps.data(), steps.size_bytes());
+    side_file->append(sides.data(), sides.size_bytes());
+  });
+  filling_ ^= 1;
+}
+
+void StepSpool::wait_for_write() {
+  if (writing_.valid()) writing_.get();  // rethrows the write's InputError
 }
 
 void StepSpool::seal() {
+  Batch& last = batches_[filling_];
   if (!spilled()) {
-    view_ = steps_.view();
-    sides_view_ = sides_.data();
+    view_ = last.steps.view();
+    sides_view_ = last.sides.data();
     return;
   }
-  if (steps_.size() > 0) spill();
-  steps_ = {};
-  sides_ = {};
+  wait_for_write();
+  if (last.steps.size() > 0) {
+    step_file_->append(last.steps.data(), last.steps.size() * sizeof(TraceStep));
+    side_file_->append(last.sides.data(), last.sides.size() * sizeof(Side));
+  }
+  for (Batch& batch : batches_) batch = {};
   step_map_ = step_file_->map();
   side_map_ = side_file_->map();
   step_file_.reset();  // the maps keep the files' pages
