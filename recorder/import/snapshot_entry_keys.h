@@ -37,15 +37,17 @@ inline Field classify_key(Value key) {
   return Field::other;
 }
 
-// 0 = not an action we know.
-inline uint8_t classify_action(Value action) {
+// 0 = not an action we know. 32 bits, though an EventKind fits in 8: the reader keeps the kind on
+// the stack, and GCC stored it as a byte and reloaded it as 4 bytes (a store-forwarding stall
+// per entry).
+inline uint32_t classify_action(Value action) {
   if (!action.is(Kind::str)) return 0;
   const std::string_view a = action.as_str();
-  if (a == "user_defined") return static_cast<uint8_t>(EventKind::annotation);  // ≈2.4 markers
+  if (a == "user_defined") return static_cast<uint32_t>(EventKind::annotation);  // ≈2.4 markers
   const auto kind = event_kind_from_name(a);
   // Only PyTorch's own actions: the rest of our vocabulary never appears in a snapshot.
-  if (!kind || static_cast<uint8_t>(*kind) > static_cast<uint8_t>(EventKind::oom)) return 0;
-  return static_cast<uint8_t>(*kind);
+  if (!kind || static_cast<uint32_t>(*kind) > static_cast<uint32_t>(EventKind::oom)) return 0;
+  return static_cast<uint32_t>(*kind);
 }
 
 // Snapshot pickles memoize every key and action string, so a few nodes answer millions of
