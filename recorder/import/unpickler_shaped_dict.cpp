@@ -102,7 +102,15 @@ bool Unpickler::read_shaped_dict() {
   memo_count_ += 1 + memoized_count;
   Tree::Container& c = tree_.containers_[dict];
   take_value_run(c, pairs);
-  std::copy_n(values.data(), pairs, tree_.children_.data() + c.begin);
+  // Two at a time, not std::copy_n: GCC makes that a rep movsq, whose start-up cost per entry
+  // was a seventh of this function's time (perf annotate). The array has room for an odd last.
+  Ref* const run = tree_.children_.data() + c.begin;
+  for (uint32_t i = 0; i + 1 < pairs; i += 2) {
+    const Ref first = values[i], second = values[i + 1];
+    run[i] = first;
+    run[i + 1] = second;
+  }
+  if (pairs % 2 != 0) run[pairs - 1] = values[pairs - 1];
   c.layout = Tree::Layout::shaped;
   c.count = 2 * pairs;
   c.extra = shape.begin;
