@@ -397,7 +397,7 @@ class SnapshotReader::Impl {
     const uint32_t label = c_.streams.label(static_cast<uint64_t>(*stream));
     // The listener and the spool each get a TraceStep made from these values, not a copy of one
     // in memory: copying a struct just stored reloads it in wider pieces than its stores, a
-    // store-forwarding stall per entry (a fifth of this function's time).
+    // store-forwarding stall per entry (a quarter of this function's samples).
     const auto make_step = [&] {
       return TraceStep{.address = static_cast<uint64_t>(*addr), .size = static_cast<uint64_t>(*size),
                        .stream = label, .kind = static_cast<EventKind>(kind)};

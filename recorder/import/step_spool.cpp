@@ -30,10 +30,15 @@ void StepSpool::spill() {
   const Batch& full = batches_[filling_];
   writing_ = std::async(std::launch::async, [steps = full.steps.view(), sides = full.sides.view(),
                                              step_file = step_file_.get(), side_file = side_file_.get()] {
-    step_file->append(steps.data(), steps.size_bytes());
-    side_file->append(sides.data(), sides.size_bytes());
+    append(*step_file, *side_file, steps, sides);
   });
   filling_ ^= 1;
+}
+
+void StepSpool::append(ScratchFile& step_file, ScratchFile& side_file, std::span<const TraceStep> steps,
+                       std::span<const Side> sides) {
+  step_file.append(steps.data(), steps.size_bytes());
+  side_file.append(sides.data(), sides.size_bytes());
 }
 
 void StepSpool::wait_for_write() {
@@ -48,10 +53,7 @@ void StepSpool::seal() {
     return;
   }
   wait_for_write();
-  if (last.steps.size() > 0) {
-    step_file_->append(last.steps.data(), last.steps.size() * sizeof(TraceStep));
-    side_file_->append(last.sides.data(), last.sides.size() * sizeof(Side));
-  }
+  append(*step_file_, *side_file_, last.steps.view(), last.sides.view());
   for (Batch& batch : batches_) batch = {};
   step_map_ = step_file_->map();
   side_map_ = side_file_->map();

@@ -3,8 +3,8 @@
 // go to two unlinked scratch files (scratch_file.h) in batches, and are mapped once sealed. A batch
 // is written on a thread of its own while the next one fills: the unpickling thread is the
 // import's critical path, and write() of 40 B per entry (560 MB for a 1 GB snapshot) took a
-// fifth of its time. The passes over them (state rebuild, pool assignment, empty-cache inference, output) then read the
-// maps, and release() gives back the pages a pass has finished with, so resident memory follows
+// fifth of its time on the project VM. The passes over them (state rebuild, pool assignment,
+// empty-cache inference, output) then read the maps, and release() gives back the pages a pass has finished with, so resident memory follows
 // the live allocator state, not the length of the trace.
 #pragma once
 
@@ -66,6 +66,9 @@ class StepSpool {
   bool spilled() const { return step_file_ != nullptr; }
   // Starts writing the filling batch and switches to the other, once its write has ended.
   void spill();
+  // Appends entries to the files (on the writing thread, or at the seal).
+  static void append(ScratchFile& step_file, ScratchFile& side_file, std::span<const TraceStep> steps,
+                     std::span<const Side> sides);
   void wait_for_write();
   void reserve();
   const Side& side(size_t i) const { return sides_view_[i]; }

@@ -103,7 +103,7 @@ bool Unpickler::read_shaped_dict() {
   Tree::Container& c = tree_.containers_[dict];
   take_value_run(c, pairs);
   // Two at a time, not std::copy_n: GCC makes that a rep movsq, whose start-up cost per entry
-  // was a seventh of this function's time (perf annotate). The array has room for an odd last.
+  // was a seventh of this function's time (perf annotate).
   Ref* const run = tree_.children_.data() + c.begin;
   for (uint32_t i = 0; i + 1 < pairs; i += 2) {
     const Ref first = values[i], second = values[i + 1];
