@@ -24,7 +24,7 @@ cmake --build "$build" --target "${targets[@]}"
 rm -rf "$bundle"
 mkdir -p "$bundle/lib" "$bundle/corpus"
 for target in "${targets[@]}"; do
-  "$here/../tools/pack_with_libs.sh" "$build/fuzz/$target" "$bundle" "$bundle/lib"
+  "$here/../tools/gpu/pack_with_libs.sh" "$build/fuzz/$target" "$bundle" "$bundle/lib"
   cp -r "$tree/fuzz/corpus/$target" "$bundle/corpus/"
 done
 cp "$tree/fuzz/parallel.sh" "$tree/fuzz/campaign.sh" "$bundle/"

@@ -27,8 +27,8 @@
 
 #include "fuzz/counting_sink.h"
 #include "proto/input_error.h"
-#include "recorder/import/decompress.h"
 #include "recorder/import/import.h"
+#include "recorder/import/input/decompress.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
@@ -164,8 +164,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   Compression c = Compression::none;
   try {
     c = memreplay::detect_compression(stored, "mutate");
-  } catch (const memreplay::InputError&) {
-  }
+  } catch (const memreplay::InputError&) {}
   if (c != Compression::none && rng() % 4 != 0) {
     static Codecs codecs;
     static std::vector<uint8_t> plain(2 * Codecs::kMaxPlain);  // the pickle, and room to grow
@@ -196,7 +195,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CountingSink sink;
   try {
     memreplay::import_file("/proc/self/fd/" + std::to_string(fd), sink);
-  } catch (const memreplay::InputError&) {
-  }
+  } catch (const memreplay::InputError&) {}
   return 0;
 }

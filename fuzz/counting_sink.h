@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "recorder/import/trace_sink.h"
+#include "proto/trace_sink.h"
 
 namespace memreplay::fuzz {
 

@@ -5,15 +5,14 @@
 #include <string_view>
 
 #include "proto/input_error.h"
-#include "recorder/import/decompress.h"
+#include "recorder/import/input/decompress.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto out = memreplay::decompress(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz",
-                                           uint64_t{64} << 20);
+    const auto out =
+        memreplay::decompress(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz", uint64_t{64} << 20);
     volatile size_t n = out.size();
     (void)n;
-  } catch (const memreplay::InputError&) {
-  }
+  } catch (const memreplay::InputError&) {}
   return 0;
 }

@@ -16,8 +16,8 @@
 #include <string_view>
 
 #include "proto/input_error.h"
-#include "recorder/import/pytorch_snapshot_importer.h"
-#include "recorder/import/trace_writer.h"
+#include "proto/trace_writer.h"
+#include "recorder/import/pytorch/pytorch_snapshot_importer.h"
 
 namespace {
 
@@ -35,8 +35,9 @@ struct Outcome {
 Outcome import_to(std::string_view pickle, const std::string& path, bool ahead) {
   Outcome outcome;
   try {
-    memreplay::TraceWriter writer(path, {.events_per_chunk = 7, .zstd_level = 1, .atomic = false,
-                                         .compression_threads = 2, .encoded_chunks = ahead});
+    memreplay::TraceWriter writer(
+        path,
+        {.events_per_chunk = 7, .zstd_level = 1, .atomic = false, .compression_threads = 2, .encoded_chunks = ahead});
     // Where the rows are ruled out (writer.wrote_encoded() false), the serial path wrote the file.
     memreplay::import_pytorch_snapshot_pickle(pickle, "fuzz", writer);
   } catch (const memreplay::InputError& e) {

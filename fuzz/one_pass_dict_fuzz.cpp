@@ -1,7 +1,7 @@
 // The unpickler's one-pass read of trace-entry dicts (recorder/import/unpickler_shaped_dict.cpp)
 // against its opcode-by-opcode path (UnpickleOptions::one_pass_dicts off), differentially, on
 // arbitrary bytes: streamed to a DeviceTraceSink and not, both must refuse the input with the same
-// line or build the same tree and hand over the same items (tests/test_support/
+// line or build the same tree and hand over the same items (tests/support/
 // pickle_tree_signature.h). Any difference is a bug (trapped), as are a crash, a sanitizer report
 // or a leak.
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "tests/test_support/pickle_tree_signature.h"
+#include "tests/support/pickle_tree_signature.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using memreplay::testing::PickleTreeSignature;

@@ -21,8 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (a) policy->free(a->address, memreplay::StreamId{0});
       if (b) policy->free(b->address, memreplay::StreamId{0});
       policy->empty_cache();
-    } catch (const memreplay::PolicySpecError&) {
-    }
+    } catch (const memreplay::PolicySpecError&) {}
   }
   return 0;
 }

@@ -4,13 +4,12 @@
 #include <string_view>
 
 #include "proto/input_error.h"
-#include "recorder/import/rmm_log_importer.h"
+#include "recorder/import/rmm/rmm_log_importer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memreplay::CollectingSink sink;
   try {
     memreplay::import_rmm_log_text(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz", sink);
-  } catch (const memreplay::InputError&) {
-  }
+  } catch (const memreplay::InputError&) {}
   return 0;
 }

@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The reader takes a path: an in-memory file keeps the fuzzer off the disk.
   static const int fd = memfd_create("trace_reader_fuzz", 0);
   const std::string file = with_valid_crcs(data, size);
-  if (fd < 0 || ftruncate(fd, 0) != 0 ||
-      pwrite(fd, file.data(), file.size(), 0) != static_cast<ssize_t>(file.size()))
+  if (fd < 0 || ftruncate(fd, 0) != 0 || pwrite(fd, file.data(), file.size(), 0) != static_cast<ssize_t>(file.size()))
     return 0;
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   try {
@@ -60,13 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (uint32_t id = 1; id <= max_stack && id < 64; ++id) {
       try {
         (void)reader.stack_frames(id);
-      } catch (const std::out_of_range&) {
-      }
+      } catch (const std::out_of_range&) {}
     }
     reader.seek_to_time(last_time);
-    while (reader.next_batch(batch)) {
-    }
-  } catch (const memreplay::InputError&) {
-  }
+    while (reader.next_batch(batch)) {}
+  } catch (const memreplay::InputError&) {}
   return 0;
 }

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "proto/input_error.h"
-#include "recorder/import/pickle_reader.h"
+#include "recorder/import/unpickler/pickle_reader.h"
 
 namespace {
 
@@ -48,7 +48,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t visits = 0;
     volatile uint64_t sink = walk(tree.root(), 4, visits);
     (void)sink;
-  } catch (const memreplay::InputError&) {
-  }
+  } catch (const memreplay::InputError&) {}
   return 0;
 }

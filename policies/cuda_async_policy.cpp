@@ -91,8 +91,9 @@ std::unique_ptr<Policy> make_cuda_async(std::string_view options, Device& device
 MEMREPLAY_REGISTER_POLICY(
     cuda_async, .name = "cuda_async",
     .description = "the driver's stream-ordered pool, as PyTorch's backend:cudaMallocAsync",
-    .options_help = "release_threshold:BYTES (default UINT64_MAX; e.g. 0, 1GiB), reuse_follow_event_dependencies:"
-                    "True|False, reuse_allow_opportunistic:True|False, reuse_allow_internal_dependencies:True|False",
+    .options_help =
+        "release_threshold:BYTES (default UINT64_MAX; e.g. 0, 1GiB), reuse_follow_event_dependencies:"
+        "True|False, reuse_allow_opportunistic:True|False, reuse_allow_internal_dependencies:True|False",
     .factory = make_cuda_async,
     .contract_option_sets = {"", "release_threshold:0", "release_threshold:64MiB,reuse_allow_opportunistic:false",
                              "reuse_follow_event_dependencies:False,reuse_allow_internal_dependencies:False"});

@@ -14,26 +14,26 @@ using StreamId = uint64_t;  // raw stream handle from the trace; 0 = legacy defa
 
 // Driver-level call counters, kept by the device, never by a policy.
 struct DeviceCounters {
-  uint64_t malloc_calls = 0;    // successful cudaMalloc
-  uint64_t free_calls = 0;      // cudaFree
-  uint64_t reserve_calls = 0;   // cuMemAddressReserve
-  uint64_t release_calls = 0;   // cuMemAddressFree
-  uint64_t map_calls = 0;       // successful map() calls (each may map several pages)
-  uint64_t unmap_calls = 0;     // unmap() calls
-  uint64_t failed_calls = 0;    // malloc()/map()/pool_malloc_async() that failed for lack of memory
+  uint64_t malloc_calls = 0;  // successful cudaMalloc
+  uint64_t free_calls = 0;  // cudaFree
+  uint64_t reserve_calls = 0;  // cuMemAddressReserve
+  uint64_t release_calls = 0;  // cuMemAddressFree
+  uint64_t map_calls = 0;  // successful map() calls (each may map several pages)
+  uint64_t unmap_calls = 0;  // unmap() calls
+  uint64_t failed_calls = 0;  // malloc()/map()/pool_malloc_async() that failed for lack of memory
   uint64_t reserved_bytes = 0;  // physical bytes held now: cudaMalloc'd + mapped + pool reserved
   uint64_t reserved_peak = 0;
   uint64_t reserved_bytes_allocated = 0;  // cumulative increases of reserved_bytes
-  uint64_t reserved_bytes_freed = 0;      // cumulative decreases
+  uint64_t reserved_bytes_freed = 0;  // cumulative decreases
   // Stream-ordered pool (cudaMemPool_t), when a policy uses one.
-  uint64_t pool_malloc_calls = 0;    // successful cudaMallocFromPoolAsync
-  uint64_t pool_free_calls = 0;      // cudaFreeAsync
-  uint64_t pool_grow_calls = 0;      // pool allocations that grew the pool's reserved memory
-  uint64_t pool_trim_calls = 0;      // cudaMemPoolTrimTo
+  uint64_t pool_malloc_calls = 0;  // successful cudaMallocFromPoolAsync
+  uint64_t pool_free_calls = 0;  // cudaFreeAsync
+  uint64_t pool_grow_calls = 0;  // pool allocations that grew the pool's reserved memory
+  uint64_t pool_trim_calls = 0;  // cudaMemPoolTrimTo
   uint64_t pool_reserved_bytes = 0;  // ReservedMemCurrent (also part of reserved_bytes)
-  uint64_t pool_reserved_peak = 0;   // ReservedMemHigh
-  uint64_t pool_used_bytes = 0;      // UsedMemCurrent: bytes asked for by live pool allocations
-  uint64_t pool_used_peak = 0;       // UsedMemHigh
+  uint64_t pool_reserved_peak = 0;  // ReservedMemHigh
+  uint64_t pool_used_bytes = 0;  // UsedMemCurrent: bytes asked for by live pool allocations
+  uint64_t pool_used_peak = 0;  // UsedMemHigh
   // Wall time spent inside driver calls, in ns (0 on the simulator, which has no driver).
   uint64_t device_call_ns = 0;
 

@@ -33,8 +33,9 @@ std::unique_ptr<Policy> make_passthrough(std::string_view options, Device& devic
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(passthrough, .name = "passthrough",
-                          .description = "one device malloc per allocation, no caching (PYTORCH_NO_CUDA_MEMORY_CACHING)",
-                          .options_help = "(no options)", .factory = make_passthrough);
+MEMREPLAY_REGISTER_POLICY(
+    passthrough, .name = "passthrough",
+    .description = "one device malloc per allocation, no caching (PYTORCH_NO_CUDA_MEMORY_CACHING)",
+    .options_help = "(no options)", .factory = make_passthrough);
 
 }  // namespace memreplay

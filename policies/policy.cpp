@@ -8,7 +8,8 @@ namespace memreplay {
 void Policy::unknown_free(uint64_t address) {
   char hex[32];
   std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
-  throw PolicyContractError(std::string("free of ") + hex + ", which this policy did not hand out (or took back already)");
+  throw PolicyContractError(std::string("free of ") + hex +
+                            ", which this policy did not hand out (or took back already)");
 }
 
 }  // namespace memreplay

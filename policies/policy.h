@@ -151,8 +151,7 @@ class Policy {
     (void)pool;
     return do_adopt_segment(bytes, stream);
   }
-  virtual std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                              StreamId stream) {
+  virtual std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
     (void)address, (void)size, (void)requested, (void)stream;
     return std::nullopt;
   }

@@ -21,7 +21,7 @@ struct Stat {
   int64_t current = 0;
   int64_t peak = 0;
   int64_t allocated = 0;  // cumulative increases
-  int64_t freed = 0;      // cumulative decreases
+  int64_t freed = 0;  // cumulative decreases
 
   void increase(uint64_t amount) {
     current += static_cast<int64_t>(amount);
@@ -51,7 +51,7 @@ struct CachingAllocatorStats {
 
 struct PolicyStats {
   uint64_t alloc_retries = 0;  // last-resort attempts after freeing the cache (num_alloc_retries)
-  uint64_t ooms = 0;           // allocate() results of nullopt (num_ooms); counted by Policy itself
+  uint64_t ooms = 0;  // allocate() results of nullopt (num_ooms); counted by Policy itself
   // PyTorch's memory_stats() families, for a policy that models its caching allocator.
   std::optional<CachingAllocatorStats> caching;
   // The policy allocates from the Device's stream-ordered pool: report the pool's high-water marks.

@@ -57,6 +57,7 @@ class PolicyRegistry {
 };
 
 // MEMREPLAY_REGISTER_POLICY(ident, .name = "...", .description = "...", .factory = ...)
-#define MEMREPLAY_REGISTER_POLICY(ident, ...) MEMREPLAY_REGISTER_IN(::memreplay::PolicyRegistry, policy_##ident, __VA_ARGS__)
+#define MEMREPLAY_REGISTER_POLICY(ident, ...) \
+  MEMREPLAY_REGISTER_IN(::memreplay::PolicyRegistry, policy_##ident, __VA_ARGS__)
 
 }  // namespace memreplay

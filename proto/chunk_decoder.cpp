@@ -14,18 +14,7 @@ namespace memreplay {
 namespace {
 
 // The event columns, fields 3..11 of Chunk in field order.
-enum Column : int {
-  kKind,
-  kTimeDelta,
-  kDevice,
-  kStream,
-  kAddressDelta,
-  kSize,
-  kStack,
-  kFlags,
-  kAux,
-  kColumns
-};
+enum Column : int { kKind, kTimeDelta, kDevice, kStream, kAddressDelta, kSize, kStack, kFlags, kAux, kColumns };
 constexpr int kFirstColumnField = proto::Chunk::kKindFieldNumber;
 static_assert(proto::Chunk::kTimeDeltaFieldNumber == kFirstColumnField + int{kTimeDelta} &&
               proto::Chunk::kDeviceFieldNumber == kFirstColumnField + int{kDevice} &&
@@ -35,8 +24,8 @@ static_assert(proto::Chunk::kTimeDeltaFieldNumber == kFirstColumnField + int{kTi
               proto::Chunk::kStackFieldNumber == kFirstColumnField + int{kStack} &&
               proto::Chunk::kFlagsFieldNumber == kFirstColumnField + int{kFlags} &&
               proto::Chunk::kAuxFieldNumber == kFirstColumnField + int{kAux});
-constexpr const char* kColumnNames[kColumns] = {
-    "kind", "time_delta", "device", "stream", "address_delta", "size", "stack", "flags", "aux"};
+constexpr const char* kColumnNames[kColumns] = {"kind", "time_delta", "device", "stream", "address_delta",
+                                                "size", "stack",      "flags",  "aux"};
 
 struct Span {
   const uint8_t* begin = nullptr;
@@ -96,8 +85,7 @@ const char* split_chunk(std::string_view bytes, ChunkColumns& split, std::string
       if (split.pool.begin != nullptr) return "chunk has a column twice";
       split.pool = Span{p, p + length};
     } else {
-      other_fields.append(reinterpret_cast<const char*>(field_start),
-                          static_cast<size_t>(p + length - field_start));
+      other_fields.append(reinterpret_cast<const char*>(field_start), static_cast<size_t>(p + length - field_start));
     }
     p += length;
   }
@@ -174,8 +162,7 @@ void decode_rows(const uint8_t* kinds, ColumnReaders& r, uint64_t time, Event* e
   };
   for (size_t i = 0; i < n;) {
     size_t run = n - i;
-    for (int column = kTimeDelta; column <= kStack; ++column)
-      run = std::min(run, r[column].unchecked_reads());
+    for (int column = kTimeDelta; column <= kStack; ++column) run = std::min(run, r[column].unchecked_reads());
     if (kHasFlags) run = std::min(run, r[kFlags].unchecked_reads());
     if (kHasAux) run = std::min(run, r[kAux].unchecked_reads());
     if (run == 0) {
@@ -225,8 +212,7 @@ std::optional<std::string> decode_pools(Span column, const proto::Chunk& chunk, 
 
 // Fills out with the chunk's events, undoing the delta encoding, and checks kinds, stack ids and
 // annotation indexes.
-std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& chunk,
-                                          std::vector<Event>& out) {
+std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& chunk, std::vector<Event>& out) {
   static_assert(kEventKindCount <= 128, "kinds are decoded as one-byte varints");
   const size_t n = c[kKind].size();
   if (n > kMaxEventsPerChunk)
@@ -241,8 +227,7 @@ std::optional<std::string> decode_columns(const Columns& c, const proto::Chunk& 
   }
   if (bad_kind) {
     for (size_t i = 0; i < n; ++i)
-      if (!is_valid_event_kind(kinds[i]))
-        return at_event(chunk, i, "invalid event kind " + std::to_string(kinds[i]));
+      if (!is_valid_event_kind(kinds[i])) return at_event(chunk, i, "invalid event kind " + std::to_string(kinds[i]));
   }
 
   ColumnReaders readers;

@@ -72,8 +72,7 @@ uint32_t ChunkEncoder::intern_stack(std::span<const FrameText> frames) {
 void ChunkEncoder::check(const Event& e) const {
   const auto kind = static_cast<uint32_t>(e.kind);
   if (!is_valid_event_kind(kind)) throw std::logic_error("invalid event kind " + std::to_string(kind));
-  if (e.stack > stack_ids_.size())
-    throw std::logic_error("stack id " + std::to_string(e.stack) + " was not interned");
+  if (e.stack > stack_ids_.size()) throw std::logic_error("stack id " + std::to_string(e.stack) + " was not interned");
 }
 
 void ChunkEncoder::add(const Event& event) {
@@ -149,7 +148,7 @@ void ChunkEncoder::rows_into(ChunkRows& rows) {
   if (events_ > 0) {
     using namespace chunk_field;
     static constexpr uint32_t kFields[kPool] = {kind, time_delta, device, stream, address_delta,
-                                                   size, stack, flags, aux};
+                                                size, stack,      flags,  aux};
     size_t bytes = 0;
     for (const Column& column : columns_) bytes += column.bytes().size() + 16;
     rows.columns.reserve(bytes);

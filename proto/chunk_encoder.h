@@ -45,7 +45,7 @@ struct ChunkRows {
   ChunkSummary summary;
   uint64_t base_time_ns = 0;
   std::string columns;  // fields kind to aux, as encode() writes them
-  std::string pool;     // field 19, or empty when every event is in the default pool
+  std::string pool;  // field 19, or empty when every event is in the default pool
   bool columns_kept = true;  // false: columns and pool were dropped, only `compressed` holds them
 
   // The chunk these rows make with no table entries of its own (ChunkEncoder::encode_alone),

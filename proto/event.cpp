@@ -4,10 +4,26 @@ namespace memreplay {
 namespace {
 
 constexpr std::array<std::string_view, kEventKindCount> kNames = {
-    "",              "alloc",          "free_requested", "free_completed", "segment_alloc",
-    "segment_free",  "segment_map",    "segment_unmap",  "snapshot",       "oom",
-    "empty_cache",   "annotation",     "stream_create",  "stream_destroy", "event_record",
-    "stream_wait_event", "synchronize", "address_reserve", "address_free", "physical_alloc",
+    "",
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+    "snapshot",
+    "oom",
+    "empty_cache",
+    "annotation",
+    "stream_create",
+    "stream_destroy",
+    "event_record",
+    "stream_wait_event",
+    "synchronize",
+    "address_reserve",
+    "address_free",
+    "physical_alloc",
     "physical_free",
 };
 

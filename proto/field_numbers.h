@@ -9,9 +9,20 @@
 namespace memreplay::format {
 
 namespace header_field {
-enum : uint32_t { format_major = 1, format_minor = 2, source = 3, source_file = 4, capture_time_ns = 5,
-                  command_line = 6, pid = 7, devices = 8, allocator_settings = 9, producer = 10, starts_mid_run = 11,
-                  pools = 12 };
+enum : uint32_t {
+  format_major = 1,
+  format_minor = 2,
+  source = 3,
+  source_file = 4,
+  capture_time_ns = 5,
+  command_line = 6,
+  pid = 7,
+  devices = 8,
+  allocator_settings = 9,
+  producer = 10,
+  starts_mid_run = 11,
+  pools = 12
+};
 }
 namespace pool_field {
 enum : uint32_t { id = 1, kind = 2, torch_id_first = 3, torch_id_second = 4, name = 5 };
@@ -25,15 +36,30 @@ enum : uint32_t { key = 1, value = 2 };
 }
 
 namespace chunk_field {
-enum : uint32_t { first_event = 1, base_time_ns = 2,
-                  // the event columns
-                  kind = 3, time_delta = 4, device = 5, stream = 6, address_delta = 7, size = 8, stack = 9,
-                  flags = 10, aux = 11,
-                  // the interning tables and annotations
-                  first_string_id = 12, strings = 13, first_frame_id = 14, frames = 15, first_stack_id = 16,
-                  stacks = 17, annotations = 18,
-                  // the pool column, apart from the others: added in format 1.1
-                  pool = 19 };
+enum : uint32_t {
+  first_event = 1,
+  base_time_ns = 2,
+  // the event columns
+  kind = 3,
+  time_delta = 4,
+  device = 5,
+  stream = 6,
+  address_delta = 7,
+  size = 8,
+  stack = 9,
+  flags = 10,
+  aux = 11,
+  // the interning tables and annotations
+  first_string_id = 12,
+  strings = 13,
+  first_frame_id = 14,
+  frames = 15,
+  first_stack_id = 16,
+  stacks = 17,
+  annotations = 18,
+  // the pool column, apart from the others: added in format 1.1
+  pool = 19
+};
 }
 namespace frame_field {
 enum : uint32_t { filename = 1, line = 2, name = 3 };
@@ -49,8 +75,16 @@ namespace index_entry_field {
 enum : uint32_t { offset = 1, first_event = 2, event_count = 3, min_time_ns = 4, max_time_ns = 5 };
 }
 namespace footer_field {
-enum : uint32_t { chunks = 1, total_events = 2, events_per_kind = 3, min_time_ns = 4, max_time_ns = 5,
-                  string_count = 6, frame_count = 7, stack_count = 8 };
+enum : uint32_t {
+  chunks = 1,
+  total_events = 2,
+  events_per_kind = 3,
+  min_time_ns = 4,
+  max_time_ns = 5,
+  string_count = 6,
+  frame_count = 7,
+  stack_count = 8
+};
 }
 
 }  // namespace memreplay::format

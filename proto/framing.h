@@ -8,7 +8,8 @@
 //              | type   | length | crc32  | payload (length B)   |   u32 fields, little-endian
 //              +--------+--------+--------+----------------------+
 //   HEADER and FOOTER payloads are a TraceHeader and a Footer in protobuf's wire format; a CHUNK
-//   payload is a zstd frame holding a Chunk in that wire format. crc32 (zlib) covers the payload, so a torn or flipped record is detected.
+//   payload is a zstd frame holding a Chunk in that wire format. crc32 (zlib) covers the payload, so a torn or flipped
+//   record is detected.
 #pragma once
 
 #include <cstddef>

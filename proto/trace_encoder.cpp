@@ -88,8 +88,9 @@ TraceEncoder::TraceEncoder(std::string_view writer, std::string path, const std:
     throw std::invalid_argument(writer_ + ": zstd_level must be " + std::to_string(ZSTD_minCLevel()) + " to " +
                                 std::to_string(ZSTD_maxCLevel()) + ", not " + std::to_string(options_.zstd_level));
   if (options_.compression_threads > kMaxCompressionThreads)
-    throw std::invalid_argument(writer_ + ": compression_threads must be 0 to " + std::to_string(kMaxCompressionThreads) +
-                                ", not " + std::to_string(options_.compression_threads));
+    throw std::invalid_argument(writer_ + ": compression_threads must be 0 to " +
+                                std::to_string(kMaxCompressionThreads) + ", not " +
+                                std::to_string(options_.compression_threads));
   for (uint32_t i = 0; i < std::max<uint32_t>(options_.compression_threads, 1); ++i)
     compressors_.emplace_back(new Compressor);
   fd_ = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -107,8 +108,7 @@ void TraceEncoder::abandon() noexcept {
 
 void TraceEncoder::require_writing(const char* call) const {
   static constexpr const char* kWhy[] = {" before begin()", "", " after finish()", " after a write error"};
-  if (state_ != State::writing)
-    throw std::logic_error(writer_ + "::" + call + kWhy[static_cast<int>(state_)]);
+  if (state_ != State::writing) throw std::logic_error(writer_ + "::" + call + kWhy[static_cast<int>(state_)]);
 }
 
 void TraceEncoder::misuse(const char* call, const std::exception& e) const {
@@ -203,11 +203,10 @@ void TraceEncoder::write_encoded_chunk(std::string_view chunk, const ChunkSummar
   // The compressor's last chunk (compressors_.size() chunks ago) must be written before it is reused.
   while (pending_.size() >= compressors_.size()) write_oldest_pending();
   compressor.raw = chunk;
-  pending_.push_back({std::async(std::launch::async,
-                                 [&compressor, level = options_.zstd_level, this] {
-                                   compressor.zstd.compress(compressor.raw, level, path_);
-                                 }),
-                      &compressor, summary});
+  pending_.push_back(
+      {std::async(std::launch::async, [&compressor, level = options_.zstd_level,
+                                       this] { compressor.zstd.compress(compressor.raw, level, path_); }),
+       &compressor, summary});
 }
 
 void TraceEncoder::write_oldest_pending() {

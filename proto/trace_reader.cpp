@@ -29,8 +29,7 @@ bool parse_quietly(google::protobuf::MessageLite& message, const std::string& by
 
 void TraceReader::DCtxDeleter::operator()(ZSTD_DCtx_s* ctx) const { ZSTD_freeDCtx(ctx); }
 
-TraceReader::TraceReader(std::string path)
-    : path_(std::move(path)), dctx_(ZSTD_createDCtx()), stack_starts_{0} {
+TraceReader::TraceReader(std::string path) : path_(std::move(path)), dctx_(ZSTD_createDCtx()), stack_starts_{0} {
   if (!dctx_) throw std::bad_alloc();
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw InputError(path_ + ": cannot open: " + std::strerror(errno));
@@ -114,8 +113,7 @@ void TraceReader::read_footer() {
   unsigned char head[format::kRecordHeaderBytes];
   read_exact(at, sizeof head, head);
   const auto record = format::decode_record_header(head);
-  if (!record || record->type != format::RecordType::footer ||
-      record->length != trailer_at - at - sizeof head) {
+  if (!record || record->type != format::RecordType::footer || record->length != trailer_at - at - sizeof head) {
     stop_note_ = "the trailer does not point at a footer record; ";
     return;
   }
@@ -147,13 +145,11 @@ void TraceReader::index_records() {
     const uint32_t type = format::get_u32(head);
     const uint32_t length = format::get_u32(head + 4);
     if (type < 1 || type > 3) fail(at, "unknown record type " + std::to_string(type));
-    if (length > format::kMaxRecordBytes)
-      fail(at, "record length " + std::to_string(length) + " exceeds the limit");
+    if (length > format::kMaxRecordBytes) fail(at, "record length " + std::to_string(length) + " exceeds the limit");
     if (end - at - sizeof head < length) {
       if (footer_) fail(at, "record runs into the footer");
-      stop_note_ += "the file ends inside the record at byte " + std::to_string(at) + " (" +
-                    std::to_string(end - at) + " of its " + std::to_string(sizeof head + length) +
-                    " bytes are there)";
+      stop_note_ += "the file ends inside the record at byte " + std::to_string(at) + " (" + std::to_string(end - at) +
+                    " of its " + std::to_string(sizeof head + length) + " bytes are there)";
       break;
     }
     if (type == static_cast<uint32_t>(format::RecordType::header)) fail(at, "second header record");
@@ -168,8 +164,8 @@ void TraceReader::index_records() {
   if (footer_) {
     check_footer_index();
   } else if (at == size_ && last_record_is_torn()) {
-    stop_note_ += "the last record (at byte " + std::to_string(chunks_.back().offset) +
-                  ") fails its CRC check: a torn write";
+    stop_note_ +=
+        "the last record (at byte " + std::to_string(chunks_.back().offset) + ") fails its CRC check: a torn write";
     chunks_.pop_back();
   } else if (at == size_) {
     stop_note_ += "the file ends after its last whole chunk, without a footer";
@@ -189,8 +185,8 @@ bool TraceReader::last_record_is_torn() {
 void TraceReader::check_footer_index() {
   const proto::Footer& footer = *footer_;
   if (static_cast<size_t>(footer.chunks_size()) != chunks_.size())
-    fail(footer_offset_, "footer lists " + std::to_string(footer.chunks_size()) +
-                             " chunks but the file has " + std::to_string(chunks_.size()));
+    fail(footer_offset_, "footer lists " + std::to_string(footer.chunks_size()) + " chunks but the file has " +
+                             std::to_string(chunks_.size()));
   uint64_t events = 0;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const proto::ChunkIndexEntry& entry = footer.chunks(static_cast<int>(i));
@@ -202,8 +198,7 @@ void TraceReader::check_footer_index() {
     chunks_[i].max_time_ns = entry.max_time_ns();
     events += entry.event_count();
   }
-  if (events != footer.total_events())
-    fail(footer_offset_, "footer's total_events disagrees with its chunk index");
+  if (events != footer.total_events()) fail(footer_offset_, "footer's total_events disagrees with its chunk index");
   check_event_budget(footer_offset_, events);
 }
 
@@ -217,8 +212,8 @@ void TraceReader::check_event_budget(uint64_t offset, uint64_t events) const {
 
 std::optional<std::string> TraceReader::truncation_note() const {
   if (footer_) return std::nullopt;
-  return "incomplete trace (no footer): " + stop_note_ + "; read up to its " +
-         std::to_string(chunks_.size()) + " whole chunks";
+  return "incomplete trace (no footer): " + stop_note_ + "; read up to its " + std::to_string(chunks_.size()) +
+         " whole chunks";
 }
 
 std::optional<TraceReader::Loss> TraceReader::loss() {
@@ -270,11 +265,9 @@ void TraceReader::seek_to_time(uint64_t time_ns) {
 
 std::vector<FrameText> TraceReader::stack_frames(uint32_t stack_id) {
   if (stack_id == 0) return {};
-  while (stack_id >= stack_starts_.size() && tables_through_ < chunks_.size())
-    read_tables_through(tables_through_ + 1);
+  while (stack_id >= stack_starts_.size() && tables_through_ < chunks_.size()) read_tables_through(tables_through_ + 1);
   if (stack_id >= stack_starts_.size())
-    throw std::out_of_range("TraceReader::stack_frames(): " + path_ + " has no stack " +
-                            std::to_string(stack_id));
+    throw std::out_of_range("TraceReader::stack_frames(): " + path_ + " has no stack " + std::to_string(stack_id));
   std::vector<FrameText> frames;
   for (size_t i = stack_starts_[stack_id - 1]; i < stack_starts_[stack_id]; ++i) {
     const FrameIds& f = frames_[stack_frame_ids_[i]];
@@ -321,8 +314,7 @@ std::string_view TraceReader::decompress(const ChunkRef& ref) {
                          " allowed): damaged or hostile");
   if (decompressed_.size() < content) decompressed_.resize(content);
   const size_t got = ZSTD_decompressDCtx(dctx_.get(), decompressed_.data(), content, payload, ref.length);
-  if (ZSTD_isError(got))
-    fail(ref.offset, std::string("chunk does not decompress: ") + ZSTD_getErrorName(got));
+  if (ZSTD_isError(got)) fail(ref.offset, std::string("chunk does not decompress: ") + ZSTD_getErrorName(got));
   if (got != content) fail(ref.offset, "chunk decompresses to fewer bytes than its frame says");
   return {decompressed_.data(), got};
 }
@@ -339,8 +331,8 @@ void TraceReader::learn_chunk(size_t index, const proto::Chunk& c, const std::ve
   }
   const uint64_t expected = index == 0 ? 0 : chunks_[index - 1].first_event + chunks_[index - 1].event_count;
   if (c.first_event() != expected)
-    fail(ref.offset, "chunk starts at event " + std::to_string(c.first_event()) + ", expected " +
-                         std::to_string(expected));
+    fail(ref.offset,
+         "chunk starts at event " + std::to_string(c.first_event()) + ", expected " + std::to_string(expected));
   check_event_budget(ref.offset, expected + events.size());
   ref.known = true;
   ref.first_event = expected;

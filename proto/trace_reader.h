@@ -36,10 +36,10 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/chunk_decoder.h"
 #include "proto/event.h"
 #include "proto/frame_text.h"
 #include "proto/trace.pb.h"
-#include "proto/chunk_decoder.h"
 
 struct ZSTD_DCtx_s;
 
@@ -72,11 +72,11 @@ class TraceReader {
 
   // What an incomplete file lost, for the one-line warning of replay, compare and fit.
   struct Loss {
-    uint64_t whole_events = 0;   // events in the whole chunks: the last whole one is whole_events - 1
+    uint64_t whole_events = 0;  // events in the whole chunks: the last whole one is whole_events - 1
     uint64_t whole_chunks = 0;
-    uint64_t lost_bytes = 0;     // bytes after the last whole chunk (a torn record, garbage)
+    uint64_t lost_bytes = 0;  // bytes after the last whole chunk (a torn record, garbage)
     uint64_t file_bytes = 0;
-    std::string reason;          // truncation_note()
+    std::string reason;  // truncation_note()
   };
   // nullopt for a complete file. Counting the events decodes the chunks not yet read (once).
   std::optional<Loss> loss();
@@ -151,7 +151,7 @@ class TraceReader {
   std::vector<unsigned char> record_;
   std::vector<char> decompressed_;
   ChunkDecoder decoder_;
-  proto::Chunk chunk_;       // the chunk of the current batch
+  proto::Chunk chunk_;  // the chunk of the current batch
   proto::Chunk side_chunk_;  // chunks read for their tables or times only
   std::vector<Event> side_events_;
   std::unique_ptr<ZSTD_DCtx_s, DCtxDeleter> dctx_;
@@ -164,7 +164,7 @@ class TraceReader {
   std::vector<std::string> strings_;
   std::vector<FrameIds> frames_;
   std::vector<uint32_t> stack_frame_ids_;  // all stacks' frame ids, back to back
-  std::vector<size_t> stack_starts_;       // stack id k's frames start at stack_starts_[k - 1]
+  std::vector<size_t> stack_starts_;  // stack id k's frames start at stack_starts_[k - 1]
 };
 
 }  // namespace memreplay

@@ -15,8 +15,7 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   if (lead >= 0xe0 && lead <= 0xef)
     return follows(1, lead == 0xe0 ? 0xa0 : 0x80, lead == 0xed ? 0x9f : 0xbf) && follows(2) ? 3 : 0;
   if (lead >= 0xf0 && lead <= 0xf4)
-    return follows(1, lead == 0xf0 ? 0x90 : 0x80, lead == 0xf4 ? 0x8f : 0xbf) && follows(2) && follows(3) ? 4
-                                                                                                          : 0;
+    return follows(1, lead == 0xf0 ? 0x90 : 0x80, lead == 0xf4 ? 0x8f : 0xbf) && follows(2) && follows(3) ? 4 : 0;
   return 0;
 }
 

@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "proto/input_error.h"
-#include "replayer/sim_device.h"
+#include "replayer/sim/sim_device.h"
 
 namespace memreplay {
 

@@ -16,8 +16,8 @@
 namespace memreplay {
 
 struct DeviceRequest {
-  int index = 0;                     // which physical device, for real ones
-  uint64_t total_memory = 0;         // for simulated devices: the recorded device's memory
+  int index = 0;  // which physical device, for real ones
+  uint64_t total_memory = 0;  // for simulated devices: the recorded device's memory
   std::optional<uint64_t> capacity;  // per-process cap in bytes
   bool follow_recorded_placement = true;  // simulated devices: see Device::recorded_malloc
 };
@@ -44,6 +44,7 @@ class DeviceRegistry {
   detail::NamedRegistry<DeviceInfoEntry> table_{"device"};
 };
 
-#define MEMREPLAY_REGISTER_DEVICE(ident, ...) MEMREPLAY_REGISTER_IN(::memreplay::DeviceRegistry, device_##ident, __VA_ARGS__)
+#define MEMREPLAY_REGISTER_DEVICE(ident, ...) \
+  MEMREPLAY_REGISTER_IN(::memreplay::DeviceRegistry, device_##ident, __VA_ARGS__)
 
 }  // namespace memreplay

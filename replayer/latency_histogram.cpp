@@ -8,7 +8,7 @@ namespace memreplay {
 namespace {
 
 constexpr uint64_t kExact = uint64_t{1} << LatencyHistogram::kPrecisionBits;  // 256 exact values
-constexpr uint64_t kHalf = kExact / 2;                                         // buckets per octave
+constexpr uint64_t kHalf = kExact / 2;  // buckets per octave
 constexpr unsigned kBucketCount = (64 - LatencyHistogram::kPrecisionBits) * kHalf + kExact;
 
 }  // namespace

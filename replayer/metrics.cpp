@@ -11,14 +11,14 @@ nlohmann::json optional_json(const std::optional<T>& v) {
 }
 
 nlohmann::json latency_json(const LatencySummary& s) {
-  return {{"count", s.count}, {"p50_ns", s.p50_ns}, {"p90_ns", s.p90_ns},
+  return {{"count", s.count},   {"p50_ns", s.p50_ns}, {"p90_ns", s.p90_ns},
           {"p99_ns", s.p99_ns}, {"max_ns", s.max_ns}, {"mean_ns", s.mean_ns}};
 }
 
 nlohmann::json latency_json(const std::optional<OperationLatencies>& l) {
   if (!l) return nullptr;
-  return {{"allocate", {{"cached", latency_json(l->allocate_cached)},
-                        {"device_call", latency_json(l->allocate_device_call)}}},
+  return {{"allocate",
+           {{"cached", latency_json(l->allocate_cached)}, {"device_call", latency_json(l->allocate_device_call)}}},
           {"free", {{"cached", latency_json(l->free_cached)}, {"device_call", latency_json(l->free_device_call)}}}};
 }
 
@@ -26,8 +26,7 @@ nlohmann::json latency_json(const std::optional<OperationLatencies>& l) {
 
 nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json timeline = nlohmann::json::array();
-  for (const auto& p : m.timeline)
-    timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
+  for (const auto& p : m.timeline) timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
   return {
       {"schema_version", kMetricsSchemaVersion},
       {"policy", m.policy},
@@ -73,8 +72,8 @@ std::optional<std::string> incomplete_warning(const std::string& trace, const Re
   const std::string last = l.whole_events == 0 ? "no whole event at all"
                                                : "the last whole event is event " + std::to_string(l.whole_events - 1);
   return trace + " is incomplete (cut off mid-write: no footer): the numbers cover its first " +
-         std::to_string(l.whole_events) + " events only; " + last + "; " + std::to_string(l.lost_bytes) +
-         " of its " + std::to_string(l.file_bytes) + " bytes after the last whole chunk were lost";
+         std::to_string(l.whole_events) + " events only; " + last + "; " + std::to_string(l.lost_bytes) + " of its " +
+         std::to_string(l.file_bytes) + " bytes after the last whole chunk were lost";
 }
 
 }  // namespace memreplay

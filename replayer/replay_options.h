@@ -1,5 +1,5 @@
 // ReplayOptions: everything one replay is asked to do. The CLI fills it in (tools/cli/
-// replay_options.cpp binds the flags), run_replay() reads the trace, device and policy from it
+// tools/cli/replay_flags.cpp binds the flags), run_replay() reads the trace, device and policy from it
 // and ReplaySession takes the rest.
 #pragma once
 
@@ -11,12 +11,12 @@
 namespace memreplay {
 
 struct ReplayOptions {
-  std::string trace_path;               // the .mrt file; named in every error about its events
+  std::string trace_path;  // the .mrt file; named in every error about its events
   std::string policy_spec = "pytorch";  // NAME[:OPTIONS]
-  std::string device_spec = "sim";      // NAME[:INDEX]
-  std::optional<uint64_t> capacity;     // per-process cap in bytes
-  uint32_t trace_device = 0;            // which recorded device's events to replay
-  bool lenient = false;                 // count and skip inconsistent events instead of failing
+  std::string device_spec = "sim";  // NAME[:INDEX]
+  std::optional<uint64_t> capacity;  // per-process cap in bytes
+  uint32_t trace_device = 0;  // which recorded device's events to replay
+  bool lenient = false;  // count and skip inconsistent events instead of failing
   bool continue_after_oom = false;
   size_t timeline_points = 1024;
   // Time every allocate/free and split the latencies into served-from-cache and

@@ -48,11 +48,11 @@ uint64_t recorded_malloc_peak(const ReplayOptions& options);
 bool fits_at(const ReplayOptions& options, uint64_t capacity, uint64_t recorded_peak);
 
 struct FitResult {
-  uint64_t min_fit_bytes = 0;     // smallest capacity found that replays without OOM
-  uint64_t max_fail_bytes = 0;    // largest capacity found that OOMs
+  uint64_t min_fit_bytes = 0;  // smallest capacity found that replays without OOM
+  uint64_t max_fail_bytes = 0;  // largest capacity found that OOMs
   uint64_t resolution_bytes = 0;  // min_fit_bytes - max_fail_bytes
   uint64_t replays = 0;
-  ReplayMetrics uncapped;         // the replay without a cap that bounds the search
+  ReplayMetrics uncapped;  // the replay without a cap that bounds the search
 };
 
 // Bisection over the capacity between the requested peak (nothing can fit below it) and the

@@ -9,7 +9,11 @@
 namespace memreplay {
 
 ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions options)
-    : policy_(policy), device_(device), device_counters_(device.counters()), options_(std::move(options)), timeline_(options_.timeline_points) {
+    : policy_(policy),
+      device_(device),
+      device_counters_(device.counters()),
+      options_(std::move(options)),
+      timeline_(options_.timeline_points) {
   metrics_.trace_device = options_.trace_device;
   metrics_.capacity = device_.capacity();
 }
@@ -51,15 +55,11 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
   if (event.kind == EventKind::free_completed) [[likely]]
     return on_free(event, trace_index);
   switch (event.kind) {
-    case EventKind::alloc:
-      on_preexisting_alloc(event, trace_index);
-      break;
+    case EventKind::alloc: on_preexisting_alloc(event, trace_index); break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
     case EventKind::segment_free:
-    case EventKind::segment_unmap:
-      on_segment(event, trace_index);
-      break;
+    case EventKind::segment_unmap: on_segment(event, trace_index); break;
     case EventKind::empty_cache:
       policy_.empty_cache();
       after_change(event.time_ns);
@@ -68,8 +68,7 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
     case EventKind::stream_wait_event:
       policy_.on_stream_event(event.stream, event.aux, event.kind == EventKind::stream_wait_event);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -196,8 +195,8 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
     const auto [segment_size, policy_base] = segment->second;
     if (event.address < segment->first + segment_size) {
       try {
-        block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size,
-                                    event.stream);
+        block =
+            policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size, event.stream);
       } catch (const PolicyContractError& e) {
         inconsistent(trace_index, std::string("a block the trace starts with: ") + e.what());
         return;
@@ -229,7 +228,8 @@ void ReplaySession::record_oom(const Event& event, uint64_t index, uint64_t trac
 }
 
 void ReplaySession::add_live(uint64_t trace_address, const Block& block, uint64_t requested) {
-  if (const auto [slot, made] = live_.try_emplace(trace_address); made) *slot = LiveBlock{block.address, block.size, requested};
+  if (const auto [slot, made] = live_.try_emplace(trace_address); made)
+    *slot = LiveBlock{block.address, block.size, requested};
   count_live(block, requested);
 }
 
@@ -260,12 +260,20 @@ ReplayMetrics ReplaySession::finish() {
   metrics_.device_alloc_calls = c.malloc_calls + c.map_calls;
   metrics_.device_free_calls = c.free_calls + c.unmap_calls;
   metrics_.device_counters = {
-      {"malloc", c.malloc_calls},   {"free", c.free_calls},     {"reserve", c.reserve_calls},
-      {"release", c.release_calls}, {"map", c.map_calls},       {"unmap", c.unmap_calls},
-      {"failed", c.failed_calls},   {"reserved_bytes_at_end", c.reserved_bytes},
-      {"pool_malloc", c.pool_malloc_calls}, {"pool_free", c.pool_free_calls},
-      {"pool_grow", c.pool_grow_calls},     {"pool_trim", c.pool_trim_calls},
-      {"pool_reserved_peak", c.pool_reserved_peak}, {"pool_used_peak", c.pool_used_peak},
+      {"malloc", c.malloc_calls},
+      {"free", c.free_calls},
+      {"reserve", c.reserve_calls},
+      {"release", c.release_calls},
+      {"map", c.map_calls},
+      {"unmap", c.unmap_calls},
+      {"failed", c.failed_calls},
+      {"reserved_bytes_at_end", c.reserved_bytes},
+      {"pool_malloc", c.pool_malloc_calls},
+      {"pool_free", c.pool_free_calls},
+      {"pool_grow", c.pool_grow_calls},
+      {"pool_trim", c.pool_trim_calls},
+      {"pool_reserved_peak", c.pool_reserved_peak},
+      {"pool_used_peak", c.pool_used_peak},
   };
   const PolicyStats stats = policy_.stats();
   metrics_.alloc_retries = stats.alloc_retries;

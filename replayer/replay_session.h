@@ -33,13 +33,13 @@
 
 #include <absl/container/flat_hash_set.h>
 
+#include "policies/detail/address_map.h"
 #include "policies/policy.h"
 #include "proto/event.h"
 #include "replayer/latency_histogram.h"
 #include "replayer/metrics.h"
 #include "replayer/pool_consistency.h"
 #include "replayer/replay_options.h"
-#include "policies/detail/address_map.h"
 #include "replayer/timeline.h"
 
 namespace memreplay {
@@ -64,7 +64,7 @@ class ReplaySession {
  private:
   struct LiveBlock {
     uint64_t policy_address;
-    uint64_t size;       // bytes the policy handed out
+    uint64_t size;  // bytes the policy handed out
     uint64_t requested;  // bytes the application asked for
   };
 
@@ -111,8 +111,8 @@ class ReplaySession {
   ReplayMetrics metrics_;
   Timeline timeline_;
   // Open addressing: the per-event lookups are the engine's hot path (the policies' map).
-  detail::AddressMap<LiveBlock> live_;                  // trace address -> block
-  absl::flat_hash_set<uint64_t> failed_allocations_;    // trace addresses whose alloc OOMed
+  detail::AddressMap<LiveBlock> live_;  // trace address -> block
+  absl::flat_hash_set<uint64_t> failed_allocations_;  // trace addresses whose alloc OOMed
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
   uint64_t allocated_ = 0;
   uint64_t requested_ = 0;

@@ -4,9 +4,7 @@
 
 namespace memreplay {
 
-Timeline::Timeline(size_t capacity) : capacity_(std::max<size_t>(capacity, 2)) {
-  points_.reserve(capacity_);
-}
+Timeline::Timeline(size_t capacity) : capacity_(std::max<size_t>(capacity, 2)) { points_.reserve(capacity_); }
 
 void Timeline::start_bucket(uint64_t event, uint64_t time_ns, uint64_t reserved, uint64_t allocated,
                             uint64_t requested) {

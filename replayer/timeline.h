@@ -27,12 +27,11 @@ class Timeline {
   std::vector<TimelinePoint> points() const { return points_; }
 
  private:
-  void start_bucket(uint64_t event, uint64_t time_ns, uint64_t reserved, uint64_t allocated,
-                    uint64_t requested);
+  void start_bucket(uint64_t event, uint64_t time_ns, uint64_t reserved, uint64_t allocated, uint64_t requested);
   void halve();
 
   size_t capacity_;
-  uint64_t bucket_width_ = 1;       // events per bucket
+  uint64_t bucket_width_ = 1;  // events per bucket
   uint64_t next_bucket_start_ = 0;  // first event past the last bucket
   std::vector<TimelinePoint> points_;
 };

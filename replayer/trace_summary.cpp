@@ -155,8 +155,7 @@ std::vector<DeviceSummary> TraceSummarizer::finish() {
   for (auto& [_, state] : devices_) {
     std::vector<StackShare> shares;
     for (const auto& [_, share] : state.stacks_at_peak) shares.push_back(share);
-    std::sort(shares.begin(), shares.end(),
-              [](const StackShare& a, const StackShare& b) { return a.bytes > b.bytes; });
+    std::sort(shares.begin(), shares.end(), [](const StackShare& a, const StackShare& b) { return a.bytes > b.bytes; });
     if (shares.size() > top_stacks_) shares.resize(top_stacks_);
     state.summary.top_stacks_at_peak = std::move(shares);
     for (int kind = 1; kind < kEventKindCount; ++kind) {

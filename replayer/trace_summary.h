@@ -11,13 +11,13 @@
 // announces each pool with; the per-pool counts from every event's pool.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
-#include <string>
-#include <array>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -47,16 +47,16 @@ struct DeviceSummary {
   // The rebuilt state at the first kept entry (kPreexisting events), apart from the recorded ones.
   struct StartingState {
     uint64_t segments = 0, segment_bytes = 0;  // cudaMalloc segments and mapped expandable ranges
-    uint64_t blocks = 0, block_bytes = 0;      // live blocks, requested bytes
+    uint64_t blocks = 0, block_bytes = 0;  // live blocks, requested bytes
   } starting_state;
   std::map<std::string, uint64_t> inferred_per_kind;  // kInferred events (e.g. empty_cache)
-  std::map<std::string, uint64_t> failed_per_kind;    // kFailed events: device calls that failed
+  std::map<std::string, uint64_t> failed_per_kind;  // kFailed events: device calls that failed
   // What each pool held (0 = the default pool). Counts are of recorded events (the rebuilt
   // starting state apart, as above); the peaks include the starting state.
   struct Pool {
     uint64_t allocs = 0;
-    uint64_t segments = 0;              // cudaMalloc segments and mapped expandable ranges
-    uint64_t peak_reserved_bytes = 0;   // the most its segments held at once
+    uint64_t segments = 0;  // cudaMalloc segments and mapped expandable ranges
+    uint64_t peak_reserved_bytes = 0;  // the most its segments held at once
     uint64_t peak_requested_bytes = 0;  // the most its live blocks' requested bytes reached
   };
   std::map<uint32_t, Pool> pools;

@@ -56,16 +56,17 @@ void TraceValidator::add_one(const Event& event, uint64_t index) {
       break;
     case EventKind::free_requested:
       if (!state.live.contains(event.address))
-        report(index, "free_unknown_address", "free_requested of " + hex_address(event.address) + ", which is not live");
+        report(index, "free_unknown_address",
+               "free_requested of " + hex_address(event.address) + ", which is not live");
       break;
     case EventKind::free_completed:
       if (state.live.erase(event.address) == 0)
-        report(index, "free_unknown_address", "free_completed of " + hex_address(event.address) + ", which is not live");
+        report(index, "free_unknown_address",
+               "free_completed of " + hex_address(event.address) + ", which is not live");
       else if (check_pools_)
         if (auto problem = state.pools.on_free(event)) report(index, "pool_mismatch", *problem);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

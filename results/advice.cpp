@@ -13,7 +13,6 @@
 namespace memreplay::results {
 namespace {
 
-
 std::string policy_name(const std::string& spec) { return spec.substr(0, spec.find(':')); }
 std::string policy_options(const std::string& spec) {
   const auto colon = spec.find(':');
@@ -27,8 +26,8 @@ std::vector<std::string> candidate_specs(const std::string& current, bool capped
   if (name != "pytorch") {
     out = {"pytorch", "pytorch:expandable_segments:True"};
   } else {
-    std::vector<std::string> additions = {"expandable_segments:True", "max_split_size_mb:64",
-                                          "max_split_size_mb:256", "roundup_power2_divisions:4"};
+    std::vector<std::string> additions = {"expandable_segments:True", "max_split_size_mb:64", "max_split_size_mb:256",
+                                          "roundup_power2_divisions:4"};
     if (capped) additions.push_back("garbage_collection_threshold:0.8");
     for (const auto& add : additions) {
       const std::string key = add.substr(0, add.find(':'));
@@ -51,8 +50,7 @@ std::string percent_change(uint64_t before, uint64_t after) {
 
 std::string fit_text(const CandidateResult& c) {
   if (!c.smallest_fit_bytes) return "";
-  if (*c.fits_above_bytes == *c.smallest_fit_bytes)
-    return "; fits in " + format_bytes(*c.smallest_fit_bytes);
+  if (*c.fits_above_bytes == *c.smallest_fit_bytes) return "; fits in " + format_bytes(*c.smallest_fit_bytes);
   return "; fits in " + format_bytes(*c.smallest_fit_bytes) + ", and at every tested capacity from " +
          format_bytes(*c.fits_above_bytes) + " (not monotonic)";
 }
@@ -80,7 +78,8 @@ const std::vector<uint64_t>& common_gpu_sizes() {
 
 std::string paste_for(const std::string& spec) {
   const std::string name = policy_name(spec), options = policy_options(spec);
-  if (name == "pytorch") return options.empty() ? "unset PYTORCH_CUDA_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF=" + options;
+  if (name == "pytorch")
+    return options.empty() ? "unset PYTORCH_CUDA_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF=" + options;
   if (name == "cuda_async") return "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync";
   if (name == "passthrough") return "PYTORCH_NO_CUDA_MEMORY_CACHING=1";
   return "--policy " + spec;
@@ -157,18 +156,20 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
       }
       const ReplayMetrics& b = replays.metrics[*best];
       const bool best_fits = b.reserved_peak <= now.reserved_peak;
-      if (fits_today != best_fits ? fits_today
-                                  : (fits_today ? device_calls(m) < device_calls(b) : m.reserved_peak < b.reserved_peak))
+      if (fits_today != best_fits
+              ? fits_today
+              : (fits_today ? device_calls(m) < device_calls(b) : m.reserved_peak < b.reserved_peak))
         best = i;
     }
-    std::string evidence = std::to_string(advice.empty_cache_calls) +
-                           " empty_cache() calls cost " + std::to_string(now.device_alloc_calls - std::min(now.device_alloc_calls, quiet.device_alloc_calls)) +
-                           " extra device mallocs and " + std::to_string(now.device_free_calls - std::min(now.device_free_calls, quiet.device_free_calls)) +
-                           " extra frees (mallocs " + std::to_string(quiet.device_alloc_calls) + " -> " +
-                           std::to_string(now.device_alloc_calls) + ", frees " + std::to_string(quiet.device_free_calls) +
-                           " -> " + std::to_string(now.device_free_calls) + ";" +
-                           " reserved peak " + format_bytes(quiet.reserved_peak) + " without them, " +
-                           format_bytes(now.reserved_peak) + " with them).";
+    std::string evidence =
+        std::to_string(advice.empty_cache_calls) + " empty_cache() calls cost " +
+        std::to_string(now.device_alloc_calls - std::min(now.device_alloc_calls, quiet.device_alloc_calls)) +
+        " extra device mallocs and " +
+        std::to_string(now.device_free_calls - std::min(now.device_free_calls, quiet.device_free_calls)) +
+        " extra frees (mallocs " + std::to_string(quiet.device_alloc_calls) + " -> " +
+        std::to_string(now.device_alloc_calls) + ", frees " + std::to_string(quiet.device_free_calls) + " -> " +
+        std::to_string(now.device_free_calls) + ";" + " reserved peak " + format_bytes(quiet.reserved_peak) +
+        " without them, " + format_bytes(now.reserved_peak) + " with them).";
     std::string paste;
     if (best) {
       const ReplayMetrics& b = replays.metrics[*best];
@@ -178,7 +179,7 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
     }
     advice.items.insert(advice.items.begin(),
                         {std::string(advice.empty_cache_calls >= 3 ? "empty_cache() is called in a loop: "
-                                                                    : "empty_cache() is called: ") +
+                                                                   : "empty_cache() is called: ") +
                              "drop the calls" + (paste.empty() ? "" : " and set " + paste),
                          paste, evidence});
   }
@@ -191,21 +192,22 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
         fix = c.paste;
         break;
       }
-    advice.items.push_back({"A large gap between allocated and reserved at the peak" +
-                                (fix.empty() ? std::string() : ": try " + fix),
-                            fix,
-                            format_bytes(gap) + " (" + format_percent(now.fragmentation_at_peak) + ") of the " +
-                                format_bytes(now.reserved_peak) +
-                                " reserved at the peak is cached but not handed out; the floor (requested peak) is " +
-                                format_bytes(now.requested_peak) + "."});
+    advice.items.push_back(
+        {"A large gap between allocated and reserved at the peak" + (fix.empty() ? std::string() : ": try " + fix), fix,
+         format_bytes(gap) + " (" + format_percent(now.fragmentation_at_peak) + ") of the " +
+             format_bytes(now.reserved_peak) +
+             " reserved at the peak is cached but not handed out; the floor (requested peak) is " +
+             format_bytes(now.requested_peak) + "."});
   }
 
-  advice.peak = capture_peak_state([&] {
-    ReplayOptions o = base;
-    o.policy_spec = current_policy;
-    o.follow_recorded_placement = now.recorded_placement;  // placed as the replay that found the peak
-    return o;
-  }(), now.reserved_peak);
+  advice.peak = capture_peak_state(
+      [&] {
+        ReplayOptions o = base;
+        o.policy_spec = current_policy;
+        o.follow_recorded_placement = now.recorded_placement;  // placed as the replay that found the peak
+        return o;
+      }(),
+      now.reserved_peak);
   return advice;
 }
 
@@ -215,16 +217,17 @@ nlohmann::json advice_json(const Advice& a, const std::vector<std::vector<std::s
     for (uint64_t size : a.gpu_sizes)
       fits[gpu_label(size)] =
           c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes <= size) : nlohmann::json(nullptr);
-    return nlohmann::json{{"policy", c.policy},
-                          {"paste", c.paste},
-                          {"reserved_peak", c.metrics.reserved_peak},
-                          {"requested_peak", c.metrics.requested_peak},
-                          {"device_alloc_calls", c.metrics.device_alloc_calls},
-                          {"device_free_calls", c.metrics.device_free_calls},
-                          {"oom", c.metrics.oom_at_event.has_value()},
-                          {"smallest_fit_bytes", c.smallest_fit_bytes ? nlohmann::json(*c.smallest_fit_bytes) : nullptr},
-                          {"fits_above_bytes", c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes) : nullptr},
-                          {"fits_on_gpu", fits}};
+    return nlohmann::json{
+        {"policy", c.policy},
+        {"paste", c.paste},
+        {"reserved_peak", c.metrics.reserved_peak},
+        {"requested_peak", c.metrics.requested_peak},
+        {"device_alloc_calls", c.metrics.device_alloc_calls},
+        {"device_free_calls", c.metrics.device_free_calls},
+        {"oom", c.metrics.oom_at_event.has_value()},
+        {"smallest_fit_bytes", c.smallest_fit_bytes ? nlohmann::json(*c.smallest_fit_bytes) : nullptr},
+        {"fits_above_bytes", c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes) : nullptr},
+        {"fits_on_gpu", fits}};
   };
   nlohmann::json items = nlohmann::json::array(), candidates = nlohmann::json::array(),
                  stacks = nlohmann::json::array();
@@ -274,8 +277,7 @@ std::string advice_text(const Advice& a, const std::vector<std::vector<std::stri
     for (uint64_t size : a.gpu_sizes) {
       const std::string cell = !c->fits_above_bytes ? "?" : (*c->fits_above_bytes <= size ? "yes" : "no");
       char buffer[16];
-      std::snprintf(buffer, sizeof buffer, "%-*s", static_cast<int>(gpu_label(size).size() + 1),
-                    cell.c_str());
+      std::snprintf(buffer, sizeof buffer, "%-*s", static_cast<int>(gpu_label(size).size() + 1), cell.c_str());
       out += buffer;
     }
     out += "\n";

@@ -26,15 +26,15 @@ namespace memreplay::results {
 
 struct CandidateResult {
   std::string policy;  // spec
-  std::string paste;   // what to set: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+  std::string paste;  // what to set: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
   ReplayMetrics metrics;
   std::optional<uint64_t> smallest_fit_bytes;  // with fit on
   std::optional<uint64_t> fits_above_bytes;
 };
 
 struct AdviceItem {
-  std::string title;     // one line
-  std::string paste;     // empty for a finding that is not a setting
+  std::string title;  // one line
+  std::string paste;  // empty for a finding that is not a setting
   std::string evidence;  // the numbers, one or two sentences
 };
 
@@ -43,7 +43,7 @@ struct Advice {
   std::string current_policy;
   CandidateResult current;
   std::vector<CandidateResult> candidates;  // ranked, best first; OOM replays last
-  std::vector<AdviceItem> items;            // ranked
+  std::vector<AdviceItem> items;  // ranked
   uint64_t empty_cache_calls = 0;
   std::optional<CandidateResult> current_without_empty_cache;
   PeakState peak;  // the current policy at its reserved peak

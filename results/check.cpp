@@ -14,8 +14,7 @@ const std::vector<CheckMetric>& check_metrics() {
   static const std::vector<CheckMetric> metrics = {
       {"reserved_peak", "peak bytes held from the device (cudaMalloc'd + mapped)", false, 0.01},
       {"overhead", "reserved peak ÷ requested peak: the waste over the floor no allocator can beat", false, 0.01},
-      {"unallocated_at_peak", "1 - allocated/reserved when reserved peaked: reserved bytes not handed out", true,
-       0.02},
+      {"unallocated_at_peak", "1 - allocated/reserved when reserved peaked: reserved bytes not handed out", true, 0.02},
       {"free_fragmentation_at_peak",
        "1 - largest free range/all free bytes when reserved peaked: how split up the free space is", true, 0.05},
       {"device_calls", "device mallocs + frees (cudaMalloc, cudaFree, map, unmap; pool grows and trims)", false, 0.10},
@@ -195,7 +194,10 @@ nlohmann::json check_result_json(const std::vector<CheckCase>& cases, const std:
                           {"limit", f.limit},
                           {"source", f.source},
                           {"regression", f.regression}});
-    out.push_back({{"trace", c.trace}, {"policy", c.policy}, {"passed", !c.failed()}, {"metrics", c.values},
+    out.push_back({{"trace", c.trace},
+                   {"policy", c.policy},
+                   {"passed", !c.failed()},
+                   {"metrics", c.values},
                    {"findings", findings}});
     failed += c.failed();
   }

@@ -24,9 +24,9 @@ inline constexpr int kBaselineSchemaVersion = 1;
 inline constexpr int kCheckResultSchemaVersion = 1;
 
 struct CheckMetric {
-  std::string_view name;         // key in the baseline and in --tolerance
+  std::string_view name;  // key in the baseline and in --tolerance
   std::string_view description;  // one plain line, for the Markdown legend and --help
-  bool absolute_tolerance;       // tolerance added (fractions) rather than multiplied
+  bool absolute_tolerance;  // tolerance added (fractions) rather than multiplied
   double default_tolerance;
 };
 
@@ -44,14 +44,14 @@ using MetricValues = std::map<std::string, double>;
 MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes);
 
 struct BaselineEntry {
-  std::string trace;   // the trace's name: its file name without directory and .mrt
+  std::string trace;  // the trace's name: its file name without directory and .mrt
   std::string policy;  // the spec as given to --policy
   MetricValues values;
 };
 
 struct Baseline {
-  std::optional<uint64_t> capacity;           // the --capacity the replays ran under
-  std::map<std::string, double> tolerances;   // written by --update-baseline, overridable
+  std::optional<uint64_t> capacity;  // the --capacity the replays ran under
+  std::map<std::string, double> tolerances;  // written by --update-baseline, overridable
   std::vector<BaselineEntry> entries;
   const BaselineEntry* find(const std::string& trace, const std::string& policy) const;
 };
@@ -63,8 +63,8 @@ void save_baseline(const Baseline& baseline, const std::string& path);
 
 struct Limits {
   std::optional<uint64_t> max_reserved;  // --max-reserved
-  std::optional<double> max_overhead;    // --max-overhead: reserved peak ÷ requested peak
-  bool must_fit = false;                 // --capacity given: an OOM under it fails
+  std::optional<double> max_overhead;  // --max-overhead: reserved peak ÷ requested peak
+  bool must_fit = false;  // --capacity given: an OOM under it fails
 };
 
 struct Finding {

@@ -41,8 +41,8 @@ std::string junit_xml(const std::vector<CheckCase>& cases, double seconds) {
   char time[32];
   std::snprintf(time, sizeof time, "%.3f", seconds);
   xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<testsuites name=\"memreplay check\" tests=\"" << cases.size() << "\" failures=\"" << failures
-      << "\" time=\"" << time << "\">\n"
+      << "<testsuites name=\"memreplay check\" tests=\"" << cases.size() << "\" failures=\"" << failures << "\" time=\""
+      << time << "\">\n"
       << "  <testsuite name=\"memreplay check\" tests=\"" << cases.size() << "\" failures=\"" << failures
       << "\" errors=\"0\" time=\"" << time << "\">\n";
   for (const auto& c : cases) {

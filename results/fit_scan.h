@@ -22,9 +22,9 @@ struct CapacityProbe {
 };
 
 struct FitScan {
-  uint64_t smallest_fit_bytes = 0;   // the smallest capacity found to fit
-  uint64_t fits_above_bytes = 0;     // every tested capacity at or above it fits
-  uint64_t largest_fail_bytes = 0;   // the largest tested capacity that failed (0: none below R)
+  uint64_t smallest_fit_bytes = 0;  // the smallest capacity found to fit
+  uint64_t fits_above_bytes = 0;  // every tested capacity at or above it fits
+  uint64_t largest_fail_bytes = 0;  // the largest tested capacity that failed (0: none below R)
   uint64_t resolution_bytes = 0;
   bool monotonic = true;
   uint64_t replays = 0;

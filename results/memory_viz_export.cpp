@@ -4,8 +4,8 @@
 #include <iterator>
 #include <map>
 #include <string_view>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "proto/input_error.h"
@@ -51,9 +51,7 @@ class SnapshotBuilder {
       case EventKind::free_requested:
         if (auto it = blocks_.find(e.address); it != blocks_.end()) it->second.free_requested = true;
         break;
-      case EventKind::free_completed:
-        blocks_.erase(e.address);
-        break;
+      case EventKind::free_completed: blocks_.erase(e.address); break;
       case EventKind::segment_alloc:
         segments_[e.address] = {e.size, e.stream, false, e.stack, e.pool};
         ++segment_events_;
@@ -71,13 +69,9 @@ class SnapshotBuilder {
         ++segment_events_;
         break;
       case EventKind::oom:
-      case EventKind::snapshot:
-        break;
-      case EventKind::annotation:
-        add_annotation(e);
-        return;
-      default:
-        return;  // not an action of PyTorch's trace
+      case EventKind::snapshot: break;
+      case EventKind::annotation: add_annotation(e); return;
+      default: return;  // not an action of PyTorch's trace
     }
     if (!preexisting) entries_.push_back(e);
   }
@@ -298,7 +292,7 @@ class SnapshotBuilder {
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, LiveBlock> blocks_;
   std::vector<Event> entries_;
-  std::vector<Event> external_;       // annotations written as external_annotations
+  std::vector<Event> external_;  // annotations written as external_annotations
   std::vector<KeyValues> annotations_;  // the metadata of each annotation kept, by its aux
   uint64_t segment_events_ = 0;
   std::unordered_map<uint32_t, uint32_t> frame_slots_;

@@ -14,9 +14,9 @@
 namespace memreplay::results {
 
 struct LiveBlockInfo {
-  uint64_t size = 0;       // bytes handed out
+  uint64_t size = 0;  // bytes handed out
   uint64_t requested = 0;  // bytes asked for
-  uint32_t stack = 0;      // the trace's stack id, 0 if none
+  uint32_t stack = 0;  // the trace's stack id, 0 if none
 };
 
 class ObservingPolicy final : public Policy {
@@ -60,8 +60,7 @@ class ObservingPolicy final : public Policy {
   std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override {
     return inner_.adopt_segment(bytes, stream);
   }
-  std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                      StreamId stream) override {
+  std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) override {
     auto block = inner_.adopt_block(address, size, requested, stream);
     if (block && track_blocks_) live_[block->address] = {block->size, requested, current_stack_};
     return block;

@@ -58,8 +58,8 @@ PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_pea
       if (e.device == options.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
       if (!session.feed(e, index + i)) return {};
       if (e.device != options.trace_device) continue;
-      const bool replayed = (e.kind == EventKind::alloc && !e.has_flag(kPreexisting)) ||
-                            e.kind == EventKind::free_completed;
+      const bool replayed =
+          (e.kind == EventKind::alloc && !e.has_flag(kPreexisting)) || e.kind == EventKind::free_completed;
       if (replayed) ++replay_index;
       if (device->counters().reserved_bytes == reserved_peak) {
         PeakState state = describe(*device, observer, top_stacks);
@@ -77,7 +77,8 @@ PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_pea
 
 namespace memreplay::results {
 
-std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path, const std::vector<StackBytes>& stacks) {
+std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path,
+                                                  const std::vector<StackBytes>& stacks) {
   TraceReader reader(trace_path);
   std::vector<std::vector<std::string>> out;
   for (const auto& s : stacks) {

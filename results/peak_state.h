@@ -31,7 +31,7 @@ struct StackBytes {
 };
 
 struct PeakState {
-  bool found = false;         // false when the replay never reached `reserved_peak` between events
+  bool found = false;  // false when the replay never reached `reserved_peak` between events
   uint64_t replay_event = 0;  // index over alloc + free_completed events
   uint64_t trace_event = 0;
   uint64_t reserved = 0;

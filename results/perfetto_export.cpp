@@ -61,16 +61,15 @@ std::vector<size_t> counter_samples(const std::vector<TimelinePoint>& timeline, 
   return changed;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string export_perfetto(const std::string& trace_path, uint32_t trace_device,
                             const std::vector<ReplayMetrics>& replays) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   append(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"memory per policy\"}},\n",
          kCounterPid);
-  append(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"allocations\"}}", kAllocationPid);
+  append(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"allocations\"}}",
+         kAllocationPid);
   for (const auto& m : replays) {
     const std::string name = json_string("bytes (" + m.policy + ")");
     for (const size_t i : counter_samples(m.timeline)) {
@@ -102,12 +101,14 @@ std::string export_perfetto(const std::string& trace_path, uint32_t trace_device
         const uint64_t id = next_id++;
         open[e.address] = {id, e.size};
         append(out,
-               ",\n{\"ph\":\"b\",\"cat\":\"allocation\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,\"name\":\"%s\","
+               ",\n{\"ph\":\"b\",\"cat\":\"allocation\",\"id\":%" PRIu64
+               ",\"pid\":%d,\"tid\":%d,\"name\":\"%s\","
                "\"ts\":%.3f,\"args\":{\"bytes\":%" PRIu64 ",\"address\":\"0x%" PRIx64 "\"}}",
                id, kAllocationPid, track->second, format_bytes(e.size).c_str(), ts, e.size, e.address);
       } else if (auto it = open.find(e.address); it != open.end()) {
         append(out,
-               ",\n{\"ph\":\"e\",\"cat\":\"allocation\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,\"name\":\"%s\","
+               ",\n{\"ph\":\"e\",\"cat\":\"allocation\",\"id\":%" PRIu64
+               ",\"pid\":%d,\"tid\":%d,\"name\":\"%s\","
                "\"ts\":%.3f}",
                it->second.first, kAllocationPid, track->second, format_bytes(it->second.second).c_str(), ts);
         open.erase(it);

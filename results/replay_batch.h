@@ -17,7 +17,7 @@ struct TraceReplays {
 };
 
 struct ReplayLane {
-  std::string policy;               // NAME[:OPTIONS]
+  std::string policy;  // NAME[:OPTIONS]
   bool ignore_empty_cache = false;  // replay as if the job never called empty_cache()
 };
 

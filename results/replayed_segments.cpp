@@ -65,8 +65,7 @@ bool SegmentReplay::feed(const Event& e, uint64_t index, std::vector<Event>& out
         if (e.kind == EventKind::free_completed) address_of_.erase(it);
       }
       break;
-    default:
-      break;
+    default: break;
   }
   out.push_back(rewritten);
   record_segment_changes(e, out);  // what a free or empty_cache gave back comes after it

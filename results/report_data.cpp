@@ -54,9 +54,14 @@ nlohmann::json peak_json(const PeakState& peak, StackTable& stacks, const std::s
   const auto frames = stack_lines(trace, peak.top_stacks);
   for (size_t i = 0; i < peak.top_stacks.size(); ++i)
     top.push_back({{"bytes", peak.top_stacks[i].bytes}, {"blocks", peak.top_stacks[i].blocks}, {"frames", frames[i]}});
-  return {{"found", peak.found},       {"replay_event", peak.replay_event}, {"trace_event", peak.trace_event},
-          {"reserved", peak.reserved}, {"allocated", peak.allocated},       {"requested", peak.requested},
-          {"segments", segments},      {"top_stacks", top}};
+  return {{"found", peak.found},
+          {"replay_event", peak.replay_event},
+          {"trace_event", peak.trace_event},
+          {"reserved", peak.reserved},
+          {"allocated", peak.allocated},
+          {"requested", peak.requested},
+          {"segments", segments},
+          {"top_stacks", top}};
 }
 
 // Events the trace holds: the replay sees at most these, so a timeline this long never merges two.

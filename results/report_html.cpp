@@ -17,10 +17,14 @@ std::string script_safe(std::string text) {
 std::string html_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -37,9 +41,9 @@ std::string render_report_html(const nlohmann::json& data) {
   std::string page(report_assets::kReportHtml);
   // Last slot first: the text put in never holds a slot that is still to be filled.
   fill(page, "{{LICENSES}}",
-       html_escape("uPlot " + std::string(report_assets::kUplotVersion) + "\n" + std::string(report_assets::kUplotLicense) +
-                   "\n\nfflate " + std::string(report_assets::kFflateVersion) + "\n" +
-                   std::string(report_assets::kFflateLicense)));
+       html_escape("uPlot " + std::string(report_assets::kUplotVersion) + "\n" +
+                   std::string(report_assets::kUplotLicense) + "\n\nfflate " +
+                   std::string(report_assets::kFflateVersion) + "\n" + std::string(report_assets::kFflateLicense)));
   fill(page, "{{REPORT_JS}}", script_safe(std::string(report_assets::kReportJs)));
   fill(page, "{{DATA}}", script_safe(data.dump()));
   fill(page, "{{FFLATE_JS}}", script_safe(std::string(report_assets::kFflateJs)));

@@ -66,7 +66,8 @@ std::string encode_series(const std::vector<uint64_t>& values) {
 
 nlohmann::json encode_chunks(const std::vector<uint64_t>& values) {
   nlohmann::json chunks = nlohmann::json::array();
-  for (size_t from = 0; from < values.size(); from += kSeriesChunk) chunks.push_back(encode_series(slice(values, from)));
+  for (size_t from = 0; from < values.size(); from += kSeriesChunk)
+    chunks.push_back(encode_series(slice(values, from)));
   return chunks;
 }
 
@@ -79,8 +80,10 @@ nlohmann::json encode_levels(const std::vector<uint64_t>& values, const std::vec
     std::vector<uint64_t> up_min(n), up_max(n);
     for (size_t j = 0; j < n; ++j) {
       const size_t from = j * kLevelFactor, to = std::min(min.size(), from + kLevelFactor);
-      up_min[j] = *std::min_element(min.begin() + static_cast<std::ptrdiff_t>(from), min.begin() + static_cast<std::ptrdiff_t>(to));
-      up_max[j] = *std::max_element(max.begin() + static_cast<std::ptrdiff_t>(from), max.begin() + static_cast<std::ptrdiff_t>(to));
+      up_min[j] = *std::min_element(min.begin() + static_cast<std::ptrdiff_t>(from),
+                                    min.begin() + static_cast<std::ptrdiff_t>(to));
+      up_max[j] = *std::max_element(max.begin() + static_cast<std::ptrdiff_t>(from),
+                                    max.begin() + static_cast<std::ptrdiff_t>(to));
     }
     min = std::move(up_min);
     max = std::move(up_max);

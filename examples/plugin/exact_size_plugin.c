@@ -97,8 +97,8 @@ static void map_erase(u64_map* map, uint64_t key) { /* backward-shift deletion *
 typedef struct {
   memreplay_device_api device;
   uint64_t round;
-  u64_map live;        /* address -> size */
-  u64_map cache_head;  /* size -> address of the newest cached block */
+  u64_map live; /* address -> size */
+  u64_map cache_head; /* size -> address of the newest cached block */
   u64_map next_cached; /* cached address -> the next one of its size (EMPTY_KEY: none) */
   u64_map cached_size; /* cached address -> size */
   char error[160];
@@ -110,7 +110,8 @@ static void* create(const char* options, const memreplay_device_api* device, cha
     char* end = NULL;
     if (strncmp(options, "round:", 6) != 0 || (round = strtoull(options + 6, &end, 10)) == 0 || *end != '\0' ||
         (round & (round - 1)) != 0) {
-      snprintf(error, error_size, "example_exact_size option: expected round:BYTES (a power of two), got '%s'", options);
+      snprintf(error, error_size, "example_exact_size option: expected round:BYTES (a power of two), got '%s'",
+               options);
       return NULL;
     }
   }
@@ -175,7 +176,8 @@ static int free_block(void* state, uint64_t address, uint64_t stream) {
   (void)stream;
   const uint64_t* size = map_find(&policy->live, address);
   if (!size) {
-    snprintf(policy->error, sizeof policy->error, "free of 0x%llx, which it did not hand out", (unsigned long long)address);
+    snprintf(policy->error, sizeof policy->error, "free of 0x%llx, which it did not hand out",
+             (unsigned long long)address);
     return MEMREPLAY_PLUGIN_ERROR;
   }
   const uint64_t rounded = *size;
@@ -207,4 +209,6 @@ static const memreplay_policy_plugin kPlugin = {
     .last_error = last_error,
 };
 
-__attribute__((visibility("default"))) const memreplay_policy_plugin* memreplay_policy_plugin_table(void) { return &kPlugin; }
+__attribute__((visibility("default"))) const memreplay_policy_plugin* memreplay_policy_plugin_table(void) {
+  return &kPlugin;
+}

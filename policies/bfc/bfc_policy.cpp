@@ -24,9 +24,9 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/coalescing_regions.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/coalescing_regions.h"
 
 namespace memreplay {
 namespace {
@@ -47,9 +47,10 @@ class BfcPolicy final : public Policy {
       : device_(device),
         config_(config),
         limit_(config.memory_limit.value_or(device.capacity().value_or(device.total_memory()))),
-        regions_(device, [fragmentation = config.max_internal_fragmentation](uint64_t chunk, uint64_t request) {
-          return chunk >= 2 * request || chunk - request >= fragmentation;
-        }),
+        regions_(device,
+                 [fragmentation = config.max_internal_fragmentation](uint64_t chunk, uint64_t request) {
+                   return chunk >= 2 * request || chunk - request >= fragmentation;
+                 }),
         next_region_(config.allow_growth ? 2 * kMiB : limit_) {}
 
  private:
@@ -101,8 +102,8 @@ class BfcPolicy final : public Policy {
 
 std::unique_ptr<Policy> make_bfc(std::string_view text, Device& device) {
   using detail::Booleans;
-  const detail::PolicyOptions options("bfc", text,
-                                      {"allow_growth", "garbage_collection", "memory_limit", "max_internal_fragmentation"});
+  const detail::PolicyOptions options(
+      "bfc", text, {"allow_growth", "garbage_collection", "memory_limit", "max_internal_fragmentation"});
   BfcConfig config;
   for (const auto& entry : options.entries()) {
     if (entry.key == "allow_growth") config.allow_growth = options.to_bool(entry, Booleans::either);
@@ -118,13 +119,15 @@ std::unique_ptr<Policy> make_bfc(std::string_view text, Device& device) {
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(
-    bfc, .name = "bfc", .description = "TensorFlow/XLA's best-fit-with-coalescing allocator (BFCAllocator)",
-    .options_help = "allow_growth:True|False (default False: the whole limit at once), garbage_collection:"
-                    "True|False (default True), memory_limit:BYTES (default the capacity), "
-                    "max_internal_fragmentation:BYTES (default 128MiB)",
-    .factory = make_bfc,
-    .contract_option_sets = {"", "allow_growth:true", "allow_growth:true,garbage_collection:false",
-                             "allow_growth:True,max_internal_fragmentation:1MiB"});
+MEMREPLAY_REGISTER_POLICY(bfc, .name = "bfc",
+                          .description = "TensorFlow/XLA's best-fit-with-coalescing allocator (BFCAllocator)",
+                          .options_help =
+                              "allow_growth:True|False (default False: the whole limit at once), garbage_collection:"
+                              "True|False (default True), memory_limit:BYTES (default the capacity), "
+                              "max_internal_fragmentation:BYTES (default 128MiB)",
+                          .factory = make_bfc,
+                          .contract_option_sets = {"", "allow_growth:true",
+                                                   "allow_growth:true,garbage_collection:false",
+                                                   "allow_growth:True,max_internal_fragmentation:1MiB"});
 
 }  // namespace memreplay

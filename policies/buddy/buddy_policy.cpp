@@ -34,8 +34,7 @@ struct BuddyConfig {
 
 class BuddyPolicy final : public Policy {
  public:
-  BuddyPolicy(Device& device, const BuddyConfig& config)
-      : device_(device), config_(config), free_(64) {}
+  BuddyPolicy(Device& device, const BuddyConfig& config) : device_(device), config_(config), free_(64) {}
 
  private:
   static unsigned order_of(uint64_t size) { return static_cast<unsigned>(std::countr_zero(size)); }
@@ -101,8 +100,8 @@ class BuddyPolicy final : public Policy {
 
   Device& device_;
   BuddyConfig config_;
-  std::vector<absl::btree_set<uint64_t>> free_;   // per order: free block addresses
-  std::map<uint64_t, uint64_t> regions_;          // region start -> size
+  std::vector<absl::btree_set<uint64_t>> free_;  // per order: free block addresses
+  std::map<uint64_t, uint64_t> regions_;  // region start -> size
   absl::flat_hash_map<uint64_t, unsigned> live_;  // address -> order
 };
 
@@ -121,9 +120,9 @@ std::unique_ptr<Policy> make_buddy(std::string_view text, Device& device) {
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(buddy, .name = "buddy",
-                          .description = "binary buddy allocator over fixed power-of-two regions",
-                          .options_help = "region_size:BYTES (power of two, default 256MiB), min_block:BYTES (default 512)",
-                          .factory = make_buddy, .contract_option_sets = {"", "region_size:64MiB,min_block:4KiB"});
+MEMREPLAY_REGISTER_POLICY(
+    buddy, .name = "buddy", .description = "binary buddy allocator over fixed power-of-two regions",
+    .options_help = "region_size:BYTES (power of two, default 256MiB), min_block:BYTES (default 512)",
+    .factory = make_buddy, .contract_option_sets = {"", "region_size:64MiB,min_block:4KiB"});
 
 }  // namespace memreplay

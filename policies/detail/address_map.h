@@ -1,7 +1,7 @@
 // Values by address (a policy's live blocks; the engine's live trace blocks): open addressing,
 // linear probing, backward-shift deletion, Fibonacci hashing of the whole address (folded first,
-// so that addresses differing only in low bits, as a trace's may, still spread). Load factor <= 3/4. Every 64-bit address is a valid key:
-// the one the slots use to mean "empty" is kept beside them.
+// so that addresses differing only in low bits, as a trace's may, still spread). Load factor <= 3/4. Every 64-bit
+// address is a valid key: the one the slots use to mean "empty" is kept beside them.
 #pragma once
 
 #include <cstddef>

@@ -75,7 +75,7 @@ class FreeBlockSet {
     iterator(const FreeBlockSet* set, size_t stream, Block* block) : set_(set), stream_(stream), block_(block) {}
     const FreeBlockSet* set_;
     size_t stream_;  // index into streams_ (streams_.size() at end)
-    Block* block_;   // nullptr at end
+    Block* block_;  // nullptr at end
   };
 
   iterator begin() const { return first_from(0, 0); }
@@ -97,7 +97,8 @@ class FreeBlockSet {
     // The first block of the bin with a larger key; the new one goes before it.
     Block* after = bins.heads[bin];
     Block* before = nullptr;
-    while (after != nullptr && (after->size < block->size || (after->size == block->size && after->address < block->address))) {
+    while (after != nullptr &&
+           (after->size < block->size || (after->size == block->size && after->address < block->address))) {
       before = after;
       after = after->free_next;
     }
@@ -212,7 +213,7 @@ class FreeBlockSet {
 
   static constexpr size_t kSpareBins = 4;
   std::vector<std::unique_ptr<StreamBins>> streams_;  // ascending by stream, each with free blocks
-  std::vector<std::unique_ptr<StreamBins>> spare_;    // empty, for the next new stream
+  std::vector<std::unique_ptr<StreamBins>> spare_;  // empty, for the next new stream
   size_t size_ = 0;
 };
 

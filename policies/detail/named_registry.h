@@ -33,8 +33,7 @@ class NamedRegistry {
   bool add(Entry entry) {
     if (entry.name.empty() || entry.name.find(':') != std::string::npos)
       throw RegistrationError("a " + kind_ + " name must be non-empty and have no ':' (got '" + entry.name + "')");
-    if (find(entry.name) != nullptr)
-      throw RegistrationError(kind_ + " '" + entry.name + "' is registered twice");
+    if (find(entry.name) != nullptr) throw RegistrationError(kind_ + " '" + entry.name + "' is registered twice");
     entries_.push_back(std::move(entry));
     return true;
   }

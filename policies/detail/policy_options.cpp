@@ -44,9 +44,9 @@ std::optional<double> unit_scale(std::string_view unit) {
   };
   constexpr double k = 1024.0;
   static constexpr Unit kUnits[] = {
-      {"", 1},           {"b", 1},          {"k", k},          {"kib", k},       {"m", k * k},
-      {"mib", k * k},    {"g", k * k * k},  {"gib", k * k * k}, {"t", k * k * k * k},
-      {"tib", k * k * k * k}, {"kb", 1e3},  {"mb", 1e6},       {"gb", 1e9},      {"tb", 1e12},
+      {"", 1},        {"b", 1},         {"k", k},           {"kib", k},           {"m", k * k},
+      {"mib", k * k}, {"g", k * k * k}, {"gib", k * k * k}, {"t", k * k * k * k}, {"tib", k * k * k * k},
+      {"kb", 1e3},    {"mb", 1e6},      {"gb", 1e9},        {"tb", 1e12},
   };
   for (const Unit& u : kUnits)
     if (u.name == unit) return u.scale;
@@ -98,8 +98,8 @@ PolicyOptions::PolicyOptions(std::string_view policy, std::string_view options,
       valid += (valid.empty() ? "" : ", ") + std::string(key);
     }
     if (!known)
-      throw PolicySpecError(policy_ + ": unknown option " + quoted(entry.key) + " (valid: " +
-                            (valid.empty() ? "none, it takes no options" : valid) + ")");
+      throw PolicySpecError(policy_ + ": unknown option " + quoted(entry.key) +
+                            " (valid: " + (valid.empty() ? "none, it takes no options" : valid) + ")");
     if (i + 1 >= tokens.size() || tokens[i + 1] != ":") fail(entry, "expected ':' and a value");
     if (i + 2 >= tokens.size() || tokens[i + 2] == "," || tokens[i + 2] == ":" || tokens[i + 2] == "]")
       fail(entry, "missing value");

@@ -35,7 +35,7 @@ enum class Booleans { python, either };
 // One `key:value` or `key:[...]` entry.
 struct PolicyOption {
   std::string key;
-  std::string value;              // the scalar value; empty for a list
+  std::string value;  // the scalar value; empty for a list
   bool is_list = false;
   std::vector<std::string> list;  // the tokens between the brackets, separators included
 };

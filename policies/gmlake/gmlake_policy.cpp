@@ -27,9 +27,9 @@
 #include <absl/container/btree_map.h>
 #include <absl/container/btree_set.h>
 
+#include "policies/detail/coalesce.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/coalesce.h"
 
 namespace memreplay {
 namespace {
@@ -81,7 +81,8 @@ class GmlakePolicy final : public Policy {
       pieces_.emplace(address + size, rest);
       free_.insert(key(address + size, rest));
     }
-    pieces_.insert_or_assign(address, Piece{size, piece.range, false, piece.range_order});  // (btree: no references kept)
+    pieces_.insert_or_assign(address,
+                             Piece{size, piece.range, false, piece.range_order});  // (btree: no references kept)
     return address;
   }
 
@@ -94,7 +95,8 @@ class GmlakePolicy final : public Policy {
       gathered += std::get<0>(*it);
     }
     const uint64_t fresh = gathered >= size ? 0 : size - gathered;
-    if (const auto cap = device_.capacity(); cap && device_.counters().reserved_bytes + fresh > *cap) return std::nullopt;
+    if (const auto cap = device_.capacity(); cap && device_.counters().reserved_bytes + fresh > *cap)
+      return std::nullopt;
     const auto range = device_.reserve_address(size);
     if (!range) return std::nullopt;
     for (const uint64_t address : taken) unmap_piece(address);
@@ -133,11 +135,12 @@ class GmlakePolicy final : public Policy {
     }
     if (it->second.free) return false;
     // Coalesce with free neighbours of the same range (its chunks are mapped contiguously).
-    suballoc::free_and_coalesce(pieces_, free_, it,
-                                [](uint64_t left_start, const Piece& left, uint64_t right_start, const Piece& right) {
-                                  return left.range == right.range && left_start + left.size == right_start;
-                                },
-                                &GmlakePolicy::key);
+    suballoc::free_and_coalesce(
+        pieces_, free_, it,
+        [](uint64_t left_start, const Piece& left, uint64_t right_start, const Piece& right) {
+          return left.range == right.range && left_start + left.size == right_start;
+        },
+        &GmlakePolicy::key);
     return true;
   }
 
@@ -156,10 +159,10 @@ class GmlakePolicy final : public Policy {
 
   Device& device_;
   uint64_t chunk_;
-  std::unique_ptr<Policy> small_;                      // PyTorch's allocator, for <= 1 MiB
-  absl::btree_map<uint64_t, Range> ranges_;            // virtual ranges: start -> range
-  absl::btree_map<uint64_t, Piece> pieces_;            // every large block, live or free
-  absl::btree_set<FreeKey> free_;                        // free pieces
+  std::unique_ptr<Policy> small_;  // PyTorch's allocator, for <= 1 MiB
+  absl::btree_map<uint64_t, Range> ranges_;  // virtual ranges: start -> range
+  absl::btree_map<uint64_t, Piece> pieces_;  // every large block, live or free
+  absl::btree_set<FreeKey> free_;  // free pieces
   uint64_t ranges_created_ = 0;
   std::pair<uint64_t, uint64_t> large_span_{UINT64_MAX, 0};  // [lowest start, highest end) of the ranges made
 };
@@ -172,8 +175,9 @@ std::unique_ptr<Policy> make_gmlake(std::string_view options, Device& device) {
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(gmlake, .name = "gmlake",
-                          .description = "GMLake (ASPLOS'24): free physical chunks stitched into a new virtual "
-                                         "range instead of a new segment",
+                          .description =
+                              "GMLake (ASPLOS'24): free physical chunks stitched into a new virtual "
+                              "range instead of a new segment",
                           .options_help = "(no options)", .factory = make_gmlake);
 
 }  // namespace memreplay

@@ -58,8 +58,7 @@ constexpr uint64_t kReclaimDivisor = 52;
 
 class MemreplayPolicy final : public Policy {
  public:
-  explicit MemreplayPolicy(Device& device)
-      : device_(device), arena_(device, 4 * device.total_memory()) {
+  explicit MemreplayPolicy(Device& device) : device_(device), arena_(device, 4 * device.total_memory()) {
     // Room for the traces' peak of live blocks (a few hundred) a few times over: in a sparse table
     // an erase leaves an empty slot rather than a tombstone, so inserts seldom clean up tombstones.
     live_.reserve(1024);
@@ -138,7 +137,7 @@ class MemreplayPolicy final : public Policy {
   detail::VmmArena arena_;
   struct LiveBlock {
     suballoc::Range* range;  // in the arena: its rounded size
-    uint64_t requested;         // as asked
+    uint64_t requested;  // as asked
   };
   absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;
@@ -148,8 +147,9 @@ class MemreplayPolicy final : public Policy {
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(memreplay, .name = "memreplay",
-                          .description = "ours: one VMM range for all streams, pages mapped under blocks up to "
-                                         "1/64 above the live high-water mark, cached pages moved beyond it",
+                          .description =
+                              "ours: one VMM range for all streams, pages mapped under blocks up to "
+                              "1/64 above the live high-water mark, cached pages moved beyond it",
                           .options_help = "(no options)", .factory = &MemreplayPolicy::create);
 
 }  // namespace memreplay

@@ -6,7 +6,9 @@
 namespace memreplay::detail {
 
 VmmArena::VmmArena(Device& device, uint64_t va_bytes)
-    : device_(device), va_bytes_(va_bytes), page_(device.granularity()),
+    : device_(device),
+      va_bytes_(va_bytes),
+      page_(device.granularity()),
       page_mask_(std::has_single_bit(page_) && page_ > 1 ? page_ - 1 : 0) {
   va_bytes_ = page_ceil(va_bytes_);
 }
@@ -39,7 +41,7 @@ uint64_t VmmArena::unmapped_bytes_in(uint64_t start, uint64_t end) const {
 
 // Inlined into place(), its one caller: it runs at nearly every placement.
 [[gnu::always_inline]] inline std::optional<VmmArena::Placement> VmmArena::place_growable(uint64_t bytes,
-                                                                                       bool from_top) const {
+                                                                                          bool from_top) const {
   // What the block leaves in such a range stays contiguous with pages that can still be mapped
   // (growth room), where what it would leave in a hole between live blocks, smaller than the
   // requests that follow, is stranded mapped memory. The list is short (the reservation's tail and
@@ -164,8 +166,8 @@ std::optional<VmmArena::Placement> VmmArena::place_among_mapped(uint64_t bytes, 
     for (; it != mapped_.end() && it->first < range->end; ++it) {
       if (it->second <= low) continue;
       const uint64_t run = std::min(it->second, range->end) - std::max(it->first, low);
-      for (const uint64_t address : {std::clamp(it->first, low, high),
-                                     std::clamp(it->second, low + bytes, high + bytes) - bytes}) {
+      for (const uint64_t address :
+           {std::clamp(it->first, low, high), std::clamp(it->second, low + bytes, high + bytes) - bytes}) {
         const uint64_t cost = unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
         if (cost < cheapest || (better && cost == cheapest && run < shortest_run)) {
           better = Placement{address, cost, range};

@@ -20,8 +20,8 @@
 
 #include <absl/container/btree_map.h>
 
+#include "policies/detail/binned_ranges.h"
 #include "policies/device.h"
-#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay::detail {
 
@@ -117,7 +117,7 @@ class VmmArena {
   uint64_t page_mask_;  // page_ - 1 when page_ is a power of two, else 0
   std::optional<uint64_t> base_;
   suballoc::BinnedRanges ranges_;
-  absl::btree_map<uint64_t, uint64_t> mapped_;                 // page ranges start -> end, merged
+  absl::btree_map<uint64_t, uint64_t> mapped_;  // page ranges start -> end, merged
   // A range known to be all mapped (part of one entry of mapped_; empty when unknown): nearly
   // every placement falls inside the same large mapped range, and a B-tree lookup per candidate
   // cost a third of a placement. Growing mapped_ keeps it true; remove_mapped() forgets it.
@@ -136,7 +136,6 @@ class VmmArena {
   uint64_t mapped_bytes_ = 0;
   uint64_t live_bytes_ = 0;
 };
-
 
 // take() and give_back() run at every event: the checks that most of them need no more than
 // BinnedRanges are inlined into the policy; the rest is out of line.

@@ -30,7 +30,7 @@ extern "C" {
 /* Results of allocate and free. */
 #define MEMREPLAY_PLUGIN_OK 0
 #define MEMREPLAY_PLUGIN_OUT_OF_MEMORY 1 /* allocate only: an OOM result, not an error */
-#define MEMREPLAY_PLUGIN_ERROR 2         /* a fault; last_error() says what */
+#define MEMREPLAY_PLUGIN_ERROR 2 /* a fault; last_error() says what */
 
 /* The device a plugin allocates from: the only way it touches (simulated or real) GPU memory.
  * Every call is counted by memreplay, as for built-in policies. */
@@ -46,15 +46,15 @@ typedef struct memreplay_device_api {
    * 0 on success, nonzero when the device has no room. The cap is the plugin's to apply. */
   int (*map)(void* context, uint64_t address, uint64_t bytes);
   void (*unmap)(void* context, uint64_t address, uint64_t bytes);
-  uint64_t granularity;  /* bytes of a physical page (2 MiB on current NVIDIA GPUs) */
+  uint64_t granularity; /* bytes of a physical page (2 MiB on current NVIDIA GPUs) */
   uint64_t total_memory; /* bytes of the whole device */
-  uint64_t capacity;     /* the per-process cap in bytes, 0 when there is none */
+  uint64_t capacity; /* the per-process cap in bytes, 0 when there is none */
 } memreplay_device_api;
 
 typedef struct memreplay_policy_plugin {
-  uint32_t abi_version;     /* MEMREPLAY_POLICY_PLUGIN_ABI */
-  const char* name;         /* the policy's name: non-empty, no ':' */
-  const char* description;  /* one line */
+  uint32_t abi_version; /* MEMREPLAY_POLICY_PLUGIN_ABI */
+  const char* name; /* the policy's name: non-empty, no ':' */
+  const char* description; /* one line */
   const char* options_help; /* one line */
   /* A policy instance on `device` (valid until destroy) with the option text after "NAME:"
    * ("" for none); NULL with a one-line message in error[error_size] when the options are bad. */

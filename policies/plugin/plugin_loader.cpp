@@ -19,8 +19,7 @@ std::string load_policy_plugin(const std::string& path) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) throw fail(std::string("cannot load it: ") + dlerror());
   const auto entry = reinterpret_cast<memreplay_policy_plugin_entry>(dlsym(library, MEMREPLAY_POLICY_PLUGIN_SYMBOL));
-  if (entry == nullptr)
-    throw fail("no symbol '" MEMREPLAY_POLICY_PLUGIN_SYMBOL "' (not a memreplay policy plugin?)");
+  if (entry == nullptr) throw fail("no symbol '" MEMREPLAY_POLICY_PLUGIN_SYMBOL "' (not a memreplay policy plugin?)");
   const memreplay_policy_plugin* table = entry();
   if (table == nullptr) throw fail(MEMREPLAY_POLICY_PLUGIN_SYMBOL "() returned no table");
   if (table->abi_version != MEMREPLAY_POLICY_PLUGIN_ABI)
@@ -31,13 +30,14 @@ std::string load_policy_plugin(const std::string& path) {
     throw fail("its table lacks a name, create, destroy, allocate or free");
   const std::string name = table->name;
   try {
-    PolicyRegistry::instance().add(PolicyInfo{
-        .name = name,
-        .description = std::string(table->description ? table->description : "") + " (plugin " + path + ")",
-        .options_help = table->options_help ? table->options_help : "",
-        .factory = [table](std::string_view options, Device& device) { return make_plugin_policy(*table, options, device); },
-        .contract_option_sets = {""},
-        .releases_on_empty_cache = table->empty_cache != nullptr});
+    PolicyRegistry::instance().add(
+        PolicyInfo{.name = name,
+                   .description = std::string(table->description ? table->description : "") + " (plugin " + path + ")",
+                   .options_help = table->options_help ? table->options_help : "",
+                   .factory = [table](std::string_view options,
+                                      Device& device) { return make_plugin_policy(*table, options, device); },
+                   .contract_option_sets = {""},
+                   .releases_on_empty_cache = table->empty_cache != nullptr});
   } catch (const detail::RegistrationError& e) {
     if (PolicyRegistry::instance().find(name) != nullptr) throw fail("policy name '" + name + "' is already taken");
     throw fail(e.what());

@@ -24,8 +24,15 @@ std::string hex(uint64_t value) {
 class DeviceBridge {
  public:
   DeviceBridge(Device& device, std::string policy) : device_(device), policy_(std::move(policy)) {
-    api_ = memreplay_device_api{this,         &malloc_cb,    &free_cb, &reserve_cb, &release_cb, &map_cb,
-                                &unmap_cb,    device.granularity(), device.total_memory(),
+    api_ = memreplay_device_api{this,
+                                &malloc_cb,
+                                &free_cb,
+                                &reserve_cb,
+                                &release_cb,
+                                &map_cb,
+                                &unmap_cb,
+                                device.granularity(),
+                                device.total_memory(),
                                 device.capacity().value_or(0)};
   }
   const memreplay_device_api* api() const { return &api_; }
@@ -68,8 +75,8 @@ class DeviceBridge {
   }
   static int malloc_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
     DeviceBridge& bridge = self(context);
-    return bridge.acquire(bytes, address, "asked the device for 0 bytes", [&] { return bridge.device_.malloc(bytes); },
-                          bridge.mallocs_);
+    return bridge.acquire(
+        bytes, address, "asked the device for 0 bytes", [&] { return bridge.device_.malloc(bytes); }, bridge.mallocs_);
   }
   static void free_cb(void* context, uint64_t address) noexcept {
     DeviceBridge& bridge = self(context);
@@ -81,8 +88,9 @@ class DeviceBridge {
   }
   static int reserve_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
     DeviceBridge& bridge = self(context);
-    return bridge.acquire(bytes, address, "reserved 0 bytes of address space",
-                          [&] { return bridge.device_.reserve_address(bytes); }, bridge.reservations_);
+    return bridge.acquire(
+        bytes, address, "reserved 0 bytes of address space", [&] { return bridge.device_.reserve_address(bytes); },
+        bridge.reservations_);
   }
   static void release_cb(void* context, uint64_t address, uint64_t bytes) noexcept {
     DeviceBridge& bridge = self(context);
@@ -140,7 +148,7 @@ class DeviceBridge {
   std::string fault_;
   absl::flat_hash_map<uint64_t, uint64_t> mallocs_;  // address -> bytes
   absl::btree_map<uint64_t, uint64_t> reservations_;  // start -> bytes
-  absl::btree_set<uint64_t> pages_;                   // mapped pages
+  absl::btree_set<uint64_t> pages_;  // mapped pages
 };
 
 class PluginPolicy final : public Policy {
@@ -152,7 +160,8 @@ class PluginPolicy final : public Policy {
     state_ = table_.create(text.c_str(), bridge_.api(), error, sizeof error);
     bridge_.check();
     if (state_ == nullptr)
-      throw PolicySpecError(error[0] ? std::string(error) : "plugin policy '" + std::string(table_.name) + "' refused its options");
+      throw PolicySpecError(error[0] ? std::string(error)
+                                     : "plugin policy '" + std::string(table_.name) + "' refused its options");
   }
   ~PluginPolicy() override { table_.destroy(state_); }
 
@@ -198,8 +207,9 @@ class PluginPolicy final : public Policy {
   }
   [[noreturn]] void reported_error(const std::string& call, int result) const {
     const char* message = table_.last_error != nullptr ? table_.last_error(state_) : nullptr;
-    fault("reported an error on the " + call + (result != MEMREPLAY_PLUGIN_ERROR ? " (result " + std::to_string(result) + ")" : "") +
-          ": " + (message != nullptr && message[0] != '\0' ? message : "no message"));
+    fault("reported an error on the " + call +
+          (result != MEMREPLAY_PLUGIN_ERROR ? " (result " + std::to_string(result) + ")" : "") + ": " +
+          (message != nullptr && message[0] != '\0' ? message : "no message"));
   }
 
   const memreplay_policy_plugin& table_;

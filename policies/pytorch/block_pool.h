@@ -37,7 +37,7 @@ struct BlockPool;
 struct CacheBlock {
   uint64_t address = 0;
   uint64_t size = 0;
-  StreamId stream = 0;     // allocation stream
+  StreamId stream = 0;  // allocation stream
   BlockPool* pool = nullptr;
   uint64_t requested = 0;  // unrounded bytes of the last allocation that used this block
   CacheBlock* prev = nullptr;  // lower neighbour in the same segment

@@ -145,8 +145,7 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
   // block only within max_non_split_rounding of its size.
   const uint64_t max_split = config_.max_split_size;
   if (p.size < max_split && it->size >= max_split) return false;
-  if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size))
-    return false;
+  if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size)) return false;
   p.block = &*it;
   blocks.erase(it);
   return true;
@@ -575,14 +574,17 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
 MEMREPLAY_REGISTER_POLICY(
     pytorch, .name = "pytorch",
     .description = "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
-    .options_help = "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
-                    "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
-                    "garbage_collection_threshold:F, expandable_segments:True|False, "
-                    "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
+    .options_help =
+        "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
+        "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
+        "garbage_collection_threshold:F, expandable_segments:True|False, "
+        "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
     .factory = make_pytorch,
-    .contract_option_sets = {"", "expandable_segments:True", "max_split_size_mb:20", "max_split_size_mb:64,"
-                             "max_non_split_rounding_mb:30", "roundup_power2_divisions:4",
-                             "roundup_power2_divisions:[1:1,2:2,4:4,>:8]", "large_segment_size_mb:40",
+    .contract_option_sets = {"", "expandable_segments:True", "max_split_size_mb:20",
+                             "max_split_size_mb:64,"
+                             "max_non_split_rounding_mb:30",
+                             "roundup_power2_divisions:4", "roundup_power2_divisions:[1:1,2:2,4:4,>:8]",
+                             "large_segment_size_mb:40",
                              "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
                              "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
                              "expandable_segments:True,garbage_collection_threshold:0.6"});

@@ -67,16 +67,15 @@ class CachingAllocatorPolicy final : public Policy {
   std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) override;
   std::optional<uint64_t> do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
   std::optional<uint64_t> adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small, BlockPool& large);
-  std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                      StreamId stream) override;
+  std::optional<Block> do_adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) override;
   PolicyStats do_stats() const override;
 
   struct AllocParams {
-    uint64_t size;        // rounded request
+    uint64_t size;  // rounded request
     StreamId stream;
     BlockPool* pool;
     uint64_t alloc_size;  // segment size for a new cudaMalloc
-    bool expandable;      // expandable segments active for this request
+    bool expandable;  // expandable segments active for this request
     CacheBlock* block = nullptr;
   };
 

@@ -16,11 +16,11 @@
 
 namespace memreplay::pytorch {
 
-inline constexpr uint64_t kMinBlockSize = 512;          // every block is a multiple of this
-inline constexpr uint64_t kSmallSize = 1 * kMiB;        // largest small-pool request
-inline constexpr uint64_t kSmallBuffer = 2 * kMiB;      // small-pool segment and page size
-inline constexpr uint64_t kMinLargeAlloc = 10 * kMiB;   // from here a segment fits its request
-inline constexpr uint64_t kRoundLarge = 2 * kMiB;       // rounding unit of such segments
+inline constexpr uint64_t kMinBlockSize = 512;  // every block is a multiple of this
+inline constexpr uint64_t kSmallSize = 1 * kMiB;  // largest small-pool request
+inline constexpr uint64_t kSmallBuffer = 2 * kMiB;  // small-pool segment and page size
+inline constexpr uint64_t kMinLargeAlloc = 10 * kMiB;  // from here a segment fits its request
+inline constexpr uint64_t kRoundLarge = 2 * kMiB;  // rounding unit of such segments
 
 // Inline: every allocation asks.
 

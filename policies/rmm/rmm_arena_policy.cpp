@@ -1,5 +1,5 @@
 // rmm_arena: RAPIDS RMM's arena_memory_resource (cpp/include/rmm/mr/detail/arena.hpp), as
-// ../shared/docs/peers.md §1.3 describes it: "emphasizes fragmentation avoidance and scalable
+// docs/policies.md §1.3 describes it: "emphasizes fragmentation avoidance and scalable
 // concurrency".
 //
 // Modelled:
@@ -21,9 +21,9 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/binned_ranges.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay {
 namespace {
@@ -39,7 +39,8 @@ class RmmArenaPolicy final : public Policy {
  public:
   RmmArenaPolicy(Device& device, std::optional<uint64_t> arena_size)
       : device_(device),
-        arena_size_(round_up(arena_size.value_or(device.capacity().value_or(device.total_memory() / 2)), kSuperblock)) {}
+        arena_size_(round_up(arena_size.value_or(device.capacity().value_or(device.total_memory() / 2)), kSuperblock)) {
+  }
 
  private:
   using Range = suballoc::Range;
@@ -98,12 +99,12 @@ class RmmArenaPolicy final : public Policy {
   Device& device_;
   uint64_t arena_size_;
   std::optional<uint64_t> global_start_;
-  Ranges global_{Ranges::Order::first_fit};         // superblock space
-  std::map<StreamId, Ranges> arenas_;                // per stream: its superblocks
+  Ranges global_{Ranges::Order::first_fit};  // superblock space
+  std::map<StreamId, Ranges> arenas_;  // per stream: its superblocks
   StreamId last_stream_ = 0;
   Ranges* last_arena_ = nullptr;
   absl::flat_hash_map<uint64_t, Range*> superblocks_;  // start -> its range in the global arena
-  absl::flat_hash_map<uint64_t, Live> live_;           // live blocks by address
+  absl::flat_hash_map<uint64_t, Live> live_;  // live blocks by address
 };
 
 // The arena_size option, when given: at least one superblock.
@@ -117,14 +118,15 @@ std::optional<uint64_t> arena_size_option(std::string_view text) {
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(rmm_arena, .name = "rmm_arena",
-                          .description = "RAPIDS RMM's arena_memory_resource: one global arena, per-stream arenas of "
-                                         ">= 1 MiB superblocks, first fit",
-                          .options_help = "arena_size:BYTES (default the capacity, else half the device's memory)",
-                          .factory = [](std::string_view text, Device& device) -> std::unique_ptr<Policy> {
-                            return std::make_unique<RmmArenaPolicy>(device, arena_size_option(text));
-                          },
-                          .contract_option_sets = {"", "arena_size:256MiB"},
-                          .releases_on_empty_cache = false);
+MEMREPLAY_REGISTER_POLICY(
+    rmm_arena, .name = "rmm_arena",
+    .description =
+        "RAPIDS RMM's arena_memory_resource: one global arena, per-stream arenas of "
+        ">= 1 MiB superblocks, first fit",
+    .options_help = "arena_size:BYTES (default the capacity, else half the device's memory)",
+    .factory = [](std::string_view text, Device& device) -> std::unique_ptr<Policy> {
+      return std::make_unique<RmmArenaPolicy>(device, arena_size_option(text));
+    },
+    .contract_option_sets = {"", "arena_size:256MiB"}, .releases_on_empty_cache = false);
 
 }  // namespace memreplay

@@ -1,7 +1,7 @@
 // rmm_binning: RAPIDS RMM's binning_memory_resource as its replay benchmark builds it
 // (cpp/benchmarks/replay/replay.cpp, `binning`): fixed_size_memory_resource bins for the powers
 // of two 2^18..2^22 (256 KiB..4 MiB) over a pool_memory_resource, and the pool for everything
-// larger (../shared/docs/peers.md §1.2-1.3).
+// larger (docs/policies.md §1.2-1.3).
 //
 // Modelled:
 //   - a request of at most 4 MiB takes one block of the smallest bin that holds it (a 512-byte
@@ -41,7 +41,7 @@ class RmmBinningPolicy final : public Policy {
  private:
   struct Bin {
     uint64_t block_size;
-    std::vector<uint64_t> free;     // free blocks, reused last in, first out
+    std::vector<uint64_t> free;  // free blocks, reused last in, first out
     std::vector<uint64_t> batches;  // pool allocations backing the bin
   };
 
@@ -58,7 +58,8 @@ class RmmBinningPolicy final : public Policy {
       const auto batch = pool_->allocate(bin.block_size * config_.blocks_to_preallocate, stream);
       if (!batch) return std::nullopt;
       bin.batches.push_back(batch->address);
-      for (uint64_t i = config_.blocks_to_preallocate; i-- > 0;) bin.free.push_back(batch->address + i * bin.block_size);
+      for (uint64_t i = config_.blocks_to_preallocate; i-- > 0;)
+        bin.free.push_back(batch->address + i * bin.block_size);
     }
     const uint64_t address = bin.free.back();
     bin.free.pop_back();
@@ -86,9 +87,8 @@ class RmmBinningPolicy final : public Policy {
 bool is_power_of_two(uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
 
 std::unique_ptr<Policy> make_rmm_binning(std::string_view text, Device& device) {
-  const detail::PolicyOptions options("rmm_binning", text,
-                                      {"min_bin", "max_bin", "blocks_to_preallocate", "initial_pool_size",
-                                       "maximum_pool_size"});
+  const detail::PolicyOptions options(
+      "rmm_binning", text, {"min_bin", "max_bin", "blocks_to_preallocate", "initial_pool_size", "maximum_pool_size"});
   BinningConfig config;
   for (const auto& entry : options.entries()) {
     if (entry.key == "min_bin" || entry.key == "max_bin") {
@@ -113,10 +113,12 @@ std::unique_ptr<Policy> make_rmm_binning(std::string_view text, Device& device) 
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(rmm_binning, .name = "rmm_binning",
-                          .description = "RAPIDS RMM's binning_memory_resource: fixed-size bins 256 KiB..4 MiB over "
-                                         "the pool, the pool above",
-                          .options_help = "min_bin:BYTES, max_bin:BYTES (powers of two up to 1TiB; default 256KiB, 4MiB), "
-                                          "blocks_to_preallocate:N (default 128), initial_pool_size, maximum_pool_size",
+                          .description =
+                              "RAPIDS RMM's binning_memory_resource: fixed-size bins 256 KiB..4 MiB over "
+                              "the pool, the pool above",
+                          .options_help =
+                              "min_bin:BYTES, max_bin:BYTES (powers of two up to 1TiB; default 256KiB, 4MiB), "
+                              "blocks_to_preallocate:N (default 128), initial_pool_size, maximum_pool_size",
                           .factory = make_rmm_binning,
                           .contract_option_sets = {"", "min_bin:4KiB,max_bin:64KiB,blocks_to_preallocate:16"},
                           .releases_on_empty_cache = false);

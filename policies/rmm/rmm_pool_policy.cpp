@@ -1,6 +1,6 @@
 // rmm_pool: RAPIDS RMM's pool_memory_resource (cpp/src/mr/detail/pool_memory_resource_impl.cpp,
 // detail/stream_ordered_memory_resource.hpp, detail/coalescing_free_list.hpp), as
-// ../shared/docs/peers.md §1.3 describes it.
+// docs/policies.md §1.3 describes it.
 //
 // Modelled:
 //   - requests round up to 256 bytes (allocation_alignment); blocks are carved best fit from
@@ -22,9 +22,9 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/detail/binned_ranges.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
-#include "policies/suballoc/binned_ranges.h"
 
 namespace memreplay {
 namespace {
@@ -119,7 +119,7 @@ class RmmPoolPolicy final : public Policy {
   Device& device_;
   PoolConfig config_;
   uint64_t pool_size_ = 0;
-  suballoc::BinnedRanges ranges_;                // every upstream block, one chain each
+  suballoc::BinnedRanges ranges_;  // every upstream block, one chain each
   absl::flat_hash_map<uint64_t, Range*> live_;  // live blocks by address
 };
 
@@ -141,8 +141,9 @@ std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {
 }  // namespace
 
 MEMREPLAY_REGISTER_POLICY(rmm_pool, .name = "rmm_pool",
-                          .description = "RAPIDS RMM's pool_memory_resource: coalescing best fit, per-stream free "
-                                         "lists, the pool doubles",
+                          .description =
+                              "RAPIDS RMM's pool_memory_resource: coalescing best fit, per-stream free "
+                              "lists, the pool doubles",
                           .options_help = "initial_pool_size:BYTES (default 0), maximum_pool_size:BYTES (default none)",
                           .factory = make_rmm_pool,
                           .contract_option_sets = {"", "initial_pool_size:64MiB,maximum_pool_size:512MiB"},

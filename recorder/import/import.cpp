@@ -1,9 +1,9 @@
 #include "recorder/import/import.h"
 
 #include "proto/input_error.h"
-#include "recorder/import/decompress.h"
-#include "recorder/import/pytorch_snapshot_importer.h"
-#include "recorder/import/rmm_log_importer.h"
+#include "recorder/import/input/decompress.h"
+#include "recorder/import/pytorch/pytorch_snapshot_importer.h"
+#include "recorder/import/rmm/rmm_log_importer.h"
 
 namespace memreplay {
 
@@ -26,9 +26,10 @@ InputFormat detect_content_format(std::string_view content, const std::string& f
   if (opens_a_pickle(content)) return InputFormat::pytorch_snapshot;
   if (is_rmm_log_header(content.substr(0, content.find('\n')))) return InputFormat::rmm_log;
   if (content.empty()) throw InputError::at_byte(file, 0, "the file is empty");
-  throw InputError::at_byte(file, 0, "unknown input format: neither a PyTorch memory snapshot (pickle, "
-                   "protocol 2 or newer) nor an RMM log (CSV with a "
-                   "'Thread,Time,Action,Pointer,Size,Stream' header)");
+  throw InputError::at_byte(file, 0,
+                            "unknown input format: neither a PyTorch memory snapshot (pickle, "
+                            "protocol 2 or newer) nor an RMM log (CSV with a "
+                            "'Thread,Time,Action,Pointer,Size,Stream' header)");
 }
 
 InputFormat detect_input_format(const std::string& path) {

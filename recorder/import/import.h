@@ -5,13 +5,13 @@
 #include <string>
 #include <string_view>
 
-#include "recorder/import/trace_sink.h"
+#include "proto/trace_sink.h"
 
 namespace memreplay {
 
 enum class InputFormat {
   pytorch_snapshot,  // torch.cuda.memory._dump_snapshot() pickle (pytorch_snapshot_importer.h)
-  rmm_log,           // RMM logging_resource_adaptor CSV (rmm_log_importer.h)
+  rmm_log,  // RMM logging_resource_adaptor CSV (rmm_log_importer.h)
 };
 
 std::string_view input_format_name(InputFormat format);

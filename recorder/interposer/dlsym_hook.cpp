@@ -19,7 +19,7 @@ namespace mi = memreplay::interposer;
 namespace {
 
 struct HookResult {
-  void* value;    // the answer, when forward is null
+  void* value;  // the answer, when forward is null
   void* forward;  // else: continue in this function with the original arguments
 };
 

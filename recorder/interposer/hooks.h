@@ -48,6 +48,7 @@ namespace memreplay::interposer {
 enum class Library : uint8_t { runtime, driver };
 
 // Every exported symbol we wrap: name, library.
+// clang-format off
 #define MEMREPLAY_INTERPOSED(X)                                                                  \
   X(cudaMalloc, runtime) X(cudaFree, runtime) X(cudaMallocManaged, runtime)                      \
   X(cudaMallocAsync, runtime) X(cudaMallocAsync_ptsz, runtime) X(cudaFreeAsync, runtime)         \
@@ -72,6 +73,7 @@ enum class Library : uint8_t { runtime, driver };
   X(cuStreamWaitEvent, driver) X(cuStreamWaitEvent_ptsz, driver) X(cuStreamSynchronize, driver)  \
   X(cuStreamSynchronize_ptsz, driver) X(cuEventSynchronize, driver) X(cuCtxSynchronize, driver)  \
   X(cuCtxSynchronize_v2, driver) X(cuGetProcAddress, driver) X(cuGetProcAddress_v2, driver)
+// clang-format on
 
 enum class Api : uint16_t {
 #define MEMREPLAY_API_ENUM(name, lib) name,
@@ -196,11 +198,10 @@ auto physical_alloc_event(const T* out, uint64_t size) noexcept {
 // Defines the exported wrapper `name params` as intercept() of the real function with `args` (in
 // parentheses) and `describe` (an expression of the parameters). Result is the library's status
 // type, no_real the status for "not initialized".
-#define MEMREPLAY_WRAPPER(Result, no_real, name, params, args, describe)                                      \
-  MEMREPLAY_EXPORT Result name params {                                                                       \
-    return ::memreplay::interposer::intercept<decltype(&name)>(::memreplay::interposer::Api::name,            \
-                                                               __builtin_return_address(0), no_real, describe \
-                                                               MEMREPLAY_MORE_ARGS args);                     \
+#define MEMREPLAY_WRAPPER(Result, no_real, name, params, args, describe)                                              \
+  MEMREPLAY_EXPORT Result name params {                                                                               \
+    return ::memreplay::interposer::intercept<decltype(&name)>(                                                       \
+        ::memreplay::interposer::Api::name, __builtin_return_address(0), no_real, describe MEMREPLAY_MORE_ARGS args); \
   }
 #define MEMREPLAY_MORE_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 

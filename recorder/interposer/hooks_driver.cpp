@@ -16,14 +16,14 @@ using mi::u64;
 
 // --- allocation -------------------------------------------------------------------------------
 
-WRAP(cuMemAlloc_v2, (CUdeviceptr* ptr, size_t size), (ptr, size),
+WRAP(cuMemAlloc_v2, (CUdeviceptr * ptr, size_t size), (ptr, size),
      mi::allocation_event(mi::malloc_kind(), 0, ptr, size))
-WRAP(cuMemAllocManaged, (CUdeviceptr* ptr, size_t size, unsigned int flags), (ptr, size, flags),
+WRAP(cuMemAllocManaged, (CUdeviceptr * ptr, size_t size, unsigned int flags), (ptr, size, flags),
      mi::allocation_event(mi::malloc_kind(), 0, ptr, size))
 WRAP(cuMemFree_v2, (CUdeviceptr ptr), (ptr), mi::free_event({mi::free_kind(), 0, ptr}))
-TWINS(cuMemAllocAsync, (CUdeviceptr* ptr, size_t size, CUstream stream), (ptr, size, stream),
+TWINS(cuMemAllocAsync, (CUdeviceptr * ptr, size_t size, CUstream stream), (ptr, size, stream),
       mi::allocation_event(EventKind::alloc, u64(stream), ptr, size))
-TWINS(cuMemAllocFromPoolAsync, (CUdeviceptr* ptr, size_t size, CUmemoryPool pool, CUstream stream),
+TWINS(cuMemAllocFromPoolAsync, (CUdeviceptr * ptr, size_t size, CUmemoryPool pool, CUstream stream),
       (ptr, size, pool, stream), mi::allocation_event(EventKind::alloc, u64(stream), ptr, size))
 TWINS(cuMemFreeAsync, (CUdeviceptr ptr, CUstream stream), (ptr, stream),
       mi::free_event({EventKind::free_completed, u64(stream), ptr}))
@@ -31,11 +31,11 @@ TWINS(cuMemFreeAsync, (CUdeviceptr ptr, CUstream stream), (ptr, stream),
 // --- virtual memory management ------------------------------------------------------------------
 
 WRAP(cuMemAddressReserve,
-     (CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
+     (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
      (ptr, size, alignment, addr, flags), mi::allocation_event(EventKind::address_reserve, 0, ptr, size))
 WRAP(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size), mi::event({EventKind::address_free, 0, ptr, size}))
 WRAP(cuMemCreate,
-     (CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags),
+     (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags),
      (handle, size, prop, flags), mi::physical_alloc_event(handle, size))
 WRAP(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle),
      mi::event({EventKind::physical_free, 0, 0, 0, handle}))
@@ -46,8 +46,8 @@ WRAP(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size), mi::event({EventKi
 
 // --- streams, events, synchronization ------------------------------------------------------------
 
-WRAP(cuStreamCreate, (CUstream* stream, unsigned int flags), (stream, flags), mi::stream_created_event(stream))
-WRAP(cuStreamCreateWithPriority, (CUstream* stream, unsigned int flags, int priority), (stream, flags, priority),
+WRAP(cuStreamCreate, (CUstream * stream, unsigned int flags), (stream, flags), mi::stream_created_event(stream))
+WRAP(cuStreamCreateWithPriority, (CUstream * stream, unsigned int flags, int priority), (stream, flags, priority),
      mi::stream_created_event(stream))
 WRAP(cuStreamDestroy_v2, (CUstream stream), (stream), mi::event({EventKind::stream_destroy, u64(stream)}))
 TWINS(cuEventRecord, (CUevent event, CUstream stream), (event, stream),

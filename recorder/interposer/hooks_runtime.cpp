@@ -30,16 +30,16 @@ TWINS(cudaFreeAsync, (void* ptr, cudaStream_t stream), (ptr, stream),
 
 // --- streams, events, synchronization ---
 
-WRAP(cudaStreamCreate, (cudaStream_t* stream), (stream), mi::stream_created_event(stream))
-WRAP(cudaStreamCreateWithFlags, (cudaStream_t* stream, unsigned int flags), (stream, flags),
+WRAP(cudaStreamCreate, (cudaStream_t * stream), (stream), mi::stream_created_event(stream))
+WRAP(cudaStreamCreateWithFlags, (cudaStream_t * stream, unsigned int flags), (stream, flags),
      mi::stream_created_event(stream))
-WRAP(cudaStreamCreateWithPriority, (cudaStream_t* stream, unsigned int flags, int priority),
-     (stream, flags, priority), mi::stream_created_event(stream))
+WRAP(cudaStreamCreateWithPriority, (cudaStream_t * stream, unsigned int flags, int priority), (stream, flags, priority),
+     mi::stream_created_event(stream))
 WRAP(cudaStreamDestroy, (cudaStream_t stream), (stream), mi::event({EventKind::stream_destroy, u64(stream)}))
 TWINS(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream), (event, stream),
       mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}))
-TWINS(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags),
-      (event, stream, flags), mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}))
+TWINS(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),
+      mi::event({EventKind::event_record, u64(stream), 0, 0, u64(event)}))
 TWINS(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags),
       mi::event({EventKind::stream_wait_event, u64(stream), 0, 0, u64(event)}))
 TWINS(cudaStreamSynchronize, (cudaStream_t stream), (stream), mi::event({EventKind::synchronize, u64(stream)}))
@@ -65,20 +65,20 @@ cudaError_t look_up_entry(Api api, const void* caller, const char* symbol, void*
 
 }  // namespace
 
-#define MEMREPLAY_GET_DRIVER_ENTRY_POINT(name)                                                           \
-  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned long long flags,             \
-                                    cudaDriverEntryPointQueryResult* status) {                           \
-    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn, -1, flags, \
-                                          flags, status);                                                \
+#define MEMREPLAY_GET_DRIVER_ENTRY_POINT(name)                                                                  \
+  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned long long flags,                    \
+                                    cudaDriverEntryPointQueryResult* status) {                                  \
+    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn, -1, flags, flags, \
+                                          status);                                                              \
   }
 MEMREPLAY_GET_DRIVER_ENTRY_POINT(cudaGetDriverEntryPoint)
 MEMREPLAY_GET_DRIVER_ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
 
-#define MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(name)                                                \
-  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned int version,                 \
-                                    unsigned long long flags, cudaDriverEntryPointQueryResult* status) { \
-    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn,            \
-                                          static_cast<int>(version), flags, version, flags, status);     \
+#define MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(name)                                                          \
+  MEMREPLAY_EXPORT cudaError_t name(const char* symbol, void** fn, unsigned int version, unsigned long long flags, \
+                                    cudaDriverEntryPointQueryResult* status) {                                     \
+    return look_up_entry<decltype(&name)>(Api::name, __builtin_return_address(0), symbol, fn,                      \
+                                          static_cast<int>(version), flags, version, flags, status);               \
   }
 MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)
 MEMREPLAY_GET_DRIVER_ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)

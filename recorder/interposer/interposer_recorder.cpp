@@ -24,9 +24,9 @@
 #include <string>
 
 #include "recorder/interposer/cuda_declarations.h"
-#include "recorder/live/process_command_line.h"
 #include "recorder/interposer/hooks.h"
 #include "recorder/live/live_recorder.h"
+#include "recorder/live/process_command_line.h"
 
 namespace memreplay::interposer {
 namespace {
@@ -84,8 +84,7 @@ class CallerResolver final : public ContextResolver {
       const auto base = reinterpret_cast<uint64_t>(info.dli_fbase);
       const auto symbol = reinterpret_cast<uint64_t>(info.dli_saddr);
       it->second.filename = info.dli_fname ? info.dli_fname : "?";
-      it->second.name = info.dli_sname ? demangle(info.dli_sname) + "+" + hex(address - symbol)
-                                       : hex(address - base);
+      it->second.name = info.dli_sname ? demangle(info.dli_sname) + "+" + hex(address - symbol) : hex(address - base);
     }
     return it->second;
   }

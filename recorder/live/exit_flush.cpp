@@ -15,8 +15,7 @@ namespace {
 constexpr size_t kMaxClients = 64;
 std::array<std::atomic<ExitFlushClient*>, kMaxClients> g_clients{};
 
-constexpr std::array kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-                                      SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+constexpr std::array kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 // The disposition each signal had before ours, to hand the signal on to.
 std::array<struct sigaction, NSIG> g_previous{};
 
@@ -26,7 +25,9 @@ void for_each_client(F&& f) noexcept {
     if (ExitFlushClient* c = slot.load(std::memory_order_acquire)) f(c);
 }
 
-void on_exit() { for_each_client([](ExitFlushClient* c) { c->flush_at_exit(); }); }
+void on_exit() {
+  for_each_client([](ExitFlushClient* c) { c->flush_at_exit(); });
+}
 
 bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE; }
 

@@ -29,8 +29,8 @@ namespace memreplay {
 namespace {
 
 using detail::LiveRecord;
-using detail::ThreadRing;
 using detail::t_thread;
+using detail::ThreadRing;
 using Clock = std::chrono::steady_clock;
 
 // How long a fatal-signal handler waits for the writer before letting the process die.
@@ -96,15 +96,15 @@ struct alignas(64) LiveRecorder::Impl final : detail::ExitFlushClient {
 
   // Writer-thread control.
   std::mutex mutex_;
-  std::condition_variable cv_;         // wakes the writer
+  std::condition_variable cv_;  // wakes the writer
   std::condition_variable flushed_cv_;  // wakes flush() callers
   bool closing_ = false;
   bool stopped_ = false;
-  uint64_t flush_target_ = 0;    // flush() wants every seq below this in the file
-  uint64_t flushed_through_ = 0; // every seq below this is in the file
+  uint64_t flush_target_ = 0;  // flush() wants every seq below this in the file
+  uint64_t flushed_through_ = 0;  // every seq below this is in the file
   pthread_t thread_{};
-  bool thread_started_ = false;                 // under mutex_: not yet joined
-  std::atomic<bool> writer_running_{false};     // for signal handlers, which take no lock
+  bool thread_started_ = false;  // under mutex_: not yet joined
+  std::atomic<bool> writer_running_{false};  // for signal handlers, which take no lock
   std::atomic<bool> failed_{false};
   std::string error_;  // under mutex_
 
@@ -312,8 +312,8 @@ void LiveRecorder::Impl::run() {
       note_drops();
     }
 
-    const bool want_flush = closing || on_signal || Clock::now() >= next_flush ||
-                            (flush_wanted && order_.next_seq() >= flush_target);
+    const bool want_flush =
+        closing || on_signal || Clock::now() >= next_flush || (flush_wanted && order_.next_seq() >= flush_target);
     if (want_flush && !failed_.load()) {
       try {
         if (closing)
@@ -438,8 +438,7 @@ void LiveRecorder::Impl::fail(const std::string& what) noexcept {
     print_error("recording to " + path_ + " stopped: " + what + " (the trace keeps the " +
                 std::to_string(writer_ ? writer_->events_appended() : 0) +
                 " events written before; the program goes on)");
-  } catch (...) {
-  }
+  } catch (...) {}
   flushed_cv_.notify_all();
 }
 
@@ -491,8 +490,7 @@ LiveRecorderStats LiveRecorder::stats() const {
   LiveRecorderStats s;
   std::lock_guard lock(impl_->rings_mutex_);
   s.recorded = impl_->recorded_by_freed_rings_;
-  s.dropped = impl_->dropped_by_freed_rings_ + impl_->lost_without_ring_.load() +
-              impl_->dropped_after_failure_.load();
+  s.dropped = impl_->dropped_by_freed_rings_ + impl_->lost_without_ring_.load() + impl_->dropped_after_failure_.load();
   for (const auto& r : impl_->rings_) {
     s.recorded += r->recorded();
     s.dropped += r->dropped();

@@ -68,10 +68,10 @@ struct LiveRecorderOptions {
 
 struct LiveRecorderStats {
   uint64_t recorded = 0;  // events accepted into the rings
-  uint64_t written = 0;   // events handed to the writer (in the file after the next flush)
-  uint64_t dropped = 0;   // events lost: ring full, too many threads, or after a write error
-  uint64_t threads = 0;   // rings created
-  bool failed = false;    // writing stopped on an error (LiveRecorder::error() says which)
+  uint64_t written = 0;  // events handed to the writer (in the file after the next flush)
+  uint64_t dropped = 0;  // events lost: ring full, too many threads, or after a write error
+  uint64_t threads = 0;  // rings created
+  bool failed = false;  // writing stopped on an error (LiveRecorder::error() says which)
 };
 
 // What a context token on an event stands for (a Python traceback, a return address, ...),
@@ -79,7 +79,7 @@ struct LiveRecorderStats {
 class ContextResolver {
  public:
   struct Context {
-    uint64_t token;   // as given to record(); never 0
+    uint64_t token;  // as given to record(); never 0
     uint32_t thread;  // Linux thread id of the recording thread
   };
   virtual ~ContextResolver() = default;

@@ -40,9 +40,7 @@ class LiveTraceWriter {
   uint32_t intern_stack(std::span<const FrameText> frames) { return encoder_.intern_stack(frames); }
   // An annotation event without metadata may come here too.
   void append(const Event& event) { encoder_.append(event); }
-  void append_annotation(const Event& event, const KeyValues& metadata) {
-    encoder_.append_annotation(event, metadata);
-  }
+  void append_annotation(const Event& event, const KeyValues& metadata) { encoder_.append_annotation(event, metadata); }
   // Writes the pending events as a chunk now.
   void flush() { encoder_.flush(); }
   // The last chunk, the footer and the trailer; closes the file. Idempotent.

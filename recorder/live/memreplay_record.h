@@ -39,39 +39,39 @@ extern "C" {
 enum {
   MEMREPLAY_ALLOC = 1,
   MEMREPLAY_FREE_REQUESTED = 2,
-  MEMREPLAY_FREE_COMPLETED = 3,  /* reusable by the allocator from now on */
-  MEMREPLAY_SEGMENT_ALLOC = 4,   /* size: segment bytes */
+  MEMREPLAY_FREE_COMPLETED = 3, /* reusable by the allocator from now on */
+  MEMREPLAY_SEGMENT_ALLOC = 4, /* size: segment bytes */
   MEMREPLAY_SEGMENT_FREE = 5,
-  MEMREPLAY_SEGMENT_MAP = 6,     /* size: mapped bytes */
+  MEMREPLAY_SEGMENT_MAP = 6, /* size: mapped bytes */
   MEMREPLAY_SEGMENT_UNMAP = 7,
-  MEMREPLAY_SNAPSHOT = 8,        /* size: active bytes */
-  MEMREPLAY_OOM = 9,             /* aux: the device's free bytes */
+  MEMREPLAY_SNAPSHOT = 8, /* size: active bytes */
+  MEMREPLAY_OOM = 9, /* aux: the device's free bytes */
   MEMREPLAY_EMPTY_CACHE = 10,
-  MEMREPLAY_ANNOTATION = 11,     /* through memreplay_annotate only */
+  MEMREPLAY_ANNOTATION = 11, /* through memreplay_annotate only */
   MEMREPLAY_STREAM_CREATE = 12,
   MEMREPLAY_STREAM_DESTROY = 13,
-  MEMREPLAY_EVENT_RECORD = 14,   /* aux: the CUDA event */
+  MEMREPLAY_EVENT_RECORD = 14, /* aux: the CUDA event */
   MEMREPLAY_STREAM_WAIT_EVENT = 15,
-  MEMREPLAY_SYNCHRONIZE = 16,    /* stream 0 and aux 0: the device */
+  MEMREPLAY_SYNCHRONIZE = 16, /* stream 0 and aux 0: the device */
   MEMREPLAY_ADDRESS_RESERVE = 17,
   MEMREPLAY_ADDRESS_FREE = 18,
   MEMREPLAY_PHYSICAL_ALLOC = 19, /* aux: the allocation handle */
   MEMREPLAY_PHYSICAL_FREE = 20,
-  MEMREPLAY_KIND_COUNT = 21,     /* one past the largest kind */
+  MEMREPLAY_KIND_COUNT = 21, /* one past the largest kind */
 };
 
 enum {
   MEMREPLAY_FLAG_PREEXISTING = 1, /* state of an allocator that ran before the trace started */
-  MEMREPLAY_FLAG_FAILED = 2,      /* the recorded call failed */
-  MEMREPLAY_FLAG_INFERRED = 4,    /* inferred rather than recorded */
+  MEMREPLAY_FLAG_FAILED = 2, /* the recorded call failed */
+  MEMREPLAY_FLAG_INFERRED = 4, /* inferred rather than recorded */
 };
 
 typedef struct memreplay_recorder memreplay_recorder;
 
 typedef struct {
-  uint32_t events_per_chunk;      /* 0: default (16384); at most 2097152 */
-  uint32_t flush_interval_ms;     /* 0: default (500) */
-  uint32_t thread_buffer_events;  /* 0: default (16384) */
+  uint32_t events_per_chunk; /* 0: default (16384); at most 2097152 */
+  uint32_t flush_interval_ms; /* 0: default (500) */
+  uint32_t thread_buffer_events; /* 0: default (16384) */
 } memreplay_options;
 
 typedef struct {
@@ -86,12 +86,11 @@ typedef struct {
 } memreplay_frame;
 
 /* A stack for contexts[index], innermost frame first; the strings are copied. */
-typedef void (*memreplay_emit_stack_fn)(void* emit_context, size_t index, const memreplay_frame* frames,
-                                        size_t count);
+typedef void (*memreplay_emit_stack_fn)(void* emit_context, size_t index, const memreplay_frame* frames, size_t count);
 /* Called on the writer thread with the context tokens of a batch of events (never 0); calls emit
  * for those it has stacks for, then owns (frees) the tokens. */
-typedef void (*memreplay_resolve_fn)(void* user, const uint64_t* tokens, size_t count,
-                                     memreplay_emit_stack_fn emit, void* emit_context);
+typedef void (*memreplay_resolve_fn)(void* user, const uint64_t* tokens, size_t count, memreplay_emit_stack_fn emit,
+                                     void* emit_context);
 /* Tokens that will not be resolved (dropped events, after a fatal signal): free them if safe. */
 typedef void (*memreplay_discard_fn)(void* user, const uint64_t* tokens, size_t count);
 

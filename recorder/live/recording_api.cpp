@@ -142,8 +142,7 @@ void annotate(const KeyValues& metadata, uint32_t device) noexcept {
   if (r == nullptr) return;
   try {
     r->annotate(device, metadata);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 }  // namespace memreplay::recording

@@ -32,7 +32,7 @@ namespace memreplay::recording {
 
 struct DeviceDescription {
   uint32_t index = 0;
-  std::string name;           // e.g. "NVIDIA H200"
+  std::string name;  // e.g. "NVIDIA H200"
   uint64_t total_memory = 0;  // bytes
 };
 

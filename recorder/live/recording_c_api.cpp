@@ -11,8 +11,8 @@
 
 #include "proto/framing.h"
 #include "recorder/live/live_recorder.h"
-#include "recorder/live/process_command_line.h"
 #include "recorder/live/memreplay_record.h"
+#include "recorder/live/process_command_line.h"
 
 namespace {
 
@@ -53,7 +53,8 @@ static_assert([] {
   return true;
 }());
 static_assert(MEMREPLAY_FLAG_PREEXISTING == uint32_t{memreplay::kPreexisting} &&
-              MEMREPLAY_FLAG_FAILED == uint32_t{memreplay::kFailed} && MEMREPLAY_FLAG_INFERRED == uint32_t{memreplay::kInferred});
+              MEMREPLAY_FLAG_FAILED == uint32_t{memreplay::kFailed} &&
+              MEMREPLAY_FLAG_INFERRED == uint32_t{memreplay::kInferred});
 
 using memreplay::ContextResolver;
 using memreplay::FrameText;
@@ -85,7 +86,8 @@ class CResolver final : public ContextResolver {
     std::vector<FrameText>& out = (*r->frames_)[index];
     out.clear();
     for (size_t i = 0; i < count; ++i)
-      out.push_back({frames[i].filename ? frames[i].filename : "", frames[i].line, frames[i].name ? frames[i].name : ""});
+      out.push_back(
+          {frames[i].filename ? frames[i].filename : "", frames[i].line, frames[i].name ? frames[i].name : ""});
   }
 
   memreplay_resolve_fn resolve_;
@@ -135,11 +137,16 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
     for (size_t i = 0; i < header_pairs; ++i) {
       const std::string key = header[2 * i] ? header[2 * i] : "";
       const std::string value = header[2 * i + 1] ? header[2 * i + 1] : "";
-      if (key == "source") h.source = value;
-      else if (key == "command_line") h.command_line = value;
-      else if (key == "starts_mid_run") h.starts_mid_run = value == "1";
-      else if (key == "device") add_device(h, value);
-      else if (key.starts_with("setting:")) h.allocator_settings[key.substr(8)] = value;
+      if (key == "source")
+        h.source = value;
+      else if (key == "command_line")
+        h.command_line = value;
+      else if (key == "starts_mid_run")
+        h.starts_mid_run = value == "1";
+      else if (key == "device")
+        add_device(h, value);
+      else if (key.starts_with("setting:"))
+        h.allocator_settings[key.substr(8)] = value;
     }
     memreplay::LiveRecorderOptions live;
     if (options != nullptr) {
@@ -161,9 +168,8 @@ int memreplay_record(memreplay_recorder* r, uint32_t kind, uint32_t device, uint
   return memreplay_record_in_pool(r, kind, device, stream, address, size, flags, aux, context, 0);
 }
 
-int memreplay_record_in_pool(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream,
-                             uint64_t address, uint64_t size, uint32_t flags, uint64_t aux, uint64_t context,
-                             uint32_t pool) {
+int memreplay_record_in_pool(memreplay_recorder* r, uint32_t kind, uint32_t device, uint64_t stream, uint64_t address,
+                             uint64_t size, uint32_t flags, uint64_t aux, uint64_t context, uint32_t pool) {
   if (r == nullptr || !memreplay::is_valid_event_kind(kind) || pool > 0xffff ||
       kind == static_cast<uint32_t>(memreplay::EventKind::annotation))
     return 0;
@@ -184,7 +190,8 @@ int memreplay_annotate(memreplay_recorder* r, uint32_t device, const char* const
   try {
     memreplay::KeyValues kv;
     for (size_t i = 0; i < pairs; ++i)
-      kv.emplace_back(keys_values[2 * i] ? keys_values[2 * i] : "", keys_values[2 * i + 1] ? keys_values[2 * i + 1] : "");
+      kv.emplace_back(keys_values[2 * i] ? keys_values[2 * i] : "",
+                      keys_values[2 * i + 1] ? keys_values[2 * i + 1] : "");
     return r->recorder.annotate(device, std::move(kv)) ? 1 : 0;
   } catch (...) {
     return 0;

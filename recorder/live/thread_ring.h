@@ -24,9 +24,9 @@
 namespace memreplay::detail {
 
 struct LiveRecord {
-  uint64_t seq;      // process-wide order of the recorder
+  uint64_t seq;  // process-wide order of the recorder
   uint64_t context;  // token for the ContextResolver, or the KeyValues* of an annotation
-  uint32_t thread;   // Linux thread id of the recording thread
+  uint32_t thread;  // Linux thread id of the recording thread
   bool time_in_ticks;  // event.time_ns holds read_ticks() (tick_clock.h), for the writer to convert
   Event event;
 };
@@ -58,7 +58,7 @@ class ThreadRing {
         slots_(static_cast<LiveRecord*>(::operator new[](capacity_ * sizeof(LiveRecord)))) {}
 
   // Registration and thread exit.
-  const uint64_t owner;              // thread key of the producer
+  const uint64_t owner;  // thread key of the producer
   std::atomic<bool> retired{false};  // the producer thread has exited
 
   // --- producer (the owning thread) ---
@@ -82,7 +82,9 @@ class ThreadRing {
     tail_cache_ = tail_.load(std::memory_order_acquire);
     return true;
   }
-  void count_drop() noexcept { dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  void count_drop() noexcept {
+    dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   uint32_t tid() const noexcept { return tid_; }  // Linux thread id of the producer
 
   // --- consumer (the writer thread) ---
@@ -93,9 +95,7 @@ class ThreadRing {
     tail_.store(head, std::memory_order_release);
     if (head != tail) half_signalled_.store(false, std::memory_order_relaxed);
   }
-  bool empty() const noexcept {
-    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
-  }
+  bool empty() const noexcept { return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed); }
   uint64_t recorded() const noexcept { return head_.load(std::memory_order_relaxed); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 

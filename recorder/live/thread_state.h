@@ -25,8 +25,8 @@ inline constexpr size_t kRingCacheSize = 4;
 struct alignas(64) ThreadState {
   RingCacheEntry rings[kRingCacheSize];
   uint32_t next_cache_entry = 0;
-  uint32_t tid = 0;                 // Linux thread id
-  uint64_t key = 0;                 // unique per thread of this process, never reused
+  uint32_t tid = 0;  // Linux thread id
+  uint64_t key = 0;  // unique per thread of this process, never reused
   const void* writer_of = nullptr;  // set on a writer thread: its recorder
 };
 inline constinit thread_local ThreadState t_thread;

@@ -106,14 +106,16 @@ std::vector<Lifetime> read_lifetimes(const std::string& trace_path, uint32_t tra
         const uint64_t now = preexisting ? 0 : time++;
         if (event.size == 0) continue;
         if (open.contains(event.address))
-          throw InputError::at_event(trace_path, index, "alloc at " + hex(event.address) + " while a block there is still live");
+          throw InputError::at_event(trace_path, index,
+                                     "alloc at " + hex(event.address) + " while a block there is still live");
         open.emplace(event.address, blocks.size());
         blocks.push_back(Lifetime{blocks.size(), now, 0, event.size});
       } else if (event.kind == EventKind::free_completed) {
         const uint64_t now = time++;
         const auto it = open.find(event.address);
         if (it == open.end())
-          throw InputError::at_event(trace_path, index, "free_completed of " + hex(event.address) + ", which is not a live block");
+          throw InputError::at_event(trace_path, index,
+                                     "free_completed of " + hex(event.address) + ", which is not a live block");
         blocks[it->second].upper = now + 1;  // alive through its free event
         open.erase(it);
       }

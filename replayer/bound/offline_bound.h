@@ -23,10 +23,10 @@
 namespace memreplay {
 
 struct Lifetime {
-  uint64_t id = 0;     // the block's allocation order
+  uint64_t id = 0;  // the block's allocation order
   uint64_t lower = 0;  // replay event of its alloc
   uint64_t upper = 0;  // replay event of its free (exclusive)
-  uint64_t size = 0;   // requested bytes
+  uint64_t size = 0;  // requested bytes
 };
 
 // The lifetimes of one recorded device's blocks. Throws InputError for a bad trace (a free of an
@@ -44,10 +44,10 @@ struct OfflineBound {
   uint64_t blocks = 0;
   uint64_t events = 0;  // replay events (the time axis)
   uint64_t requested_peak = 0;
-  uint64_t rounded_peak = 0;      // live peak of 512-rounded sizes
+  uint64_t rounded_peak = 0;  // live peak of 512-rounded sizes
   uint64_t greedy_requested = 0;  // static placement, requested sizes
-  uint64_t greedy_rounded = 0;    // static placement, 512-rounded sizes
-  double seconds = 0;             // time to compute the placements
+  uint64_t greedy_rounded = 0;  // static placement, 512-rounded sizes
+  double seconds = 0;  // time to compute the placements
 };
 OfflineBound compute_bound(const std::vector<Lifetime>& blocks);
 

@@ -282,9 +282,8 @@ std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId s
   }
   const cudaStream_t real_stream = stream_for(stream);
   void* pointer = nullptr;
-  if (!timed_allocation(counters_, [&] {
-        return CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream));
-      }))
+  if (!timed_allocation(counters_,
+                        [&] { return CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream)); }))
     return std::nullopt;
   const uint64_t address = as_address(pointer);
   pool_live_.emplace(address, PoolAllocation{bytes, stream});
@@ -401,14 +400,14 @@ void CudaDevice::release_everything() noexcept {
   (void)cudaGetLastError();
 }
 
-MEMREPLAY_REGISTER_DEVICE(cuda, "cuda", "a real NVIDIA GPU through CUDA: cudaMalloc, cuMem* pages, cudaMallocAsync pools",
+MEMREPLAY_REGISTER_DEVICE(cuda, "cuda",
+                          "a real NVIDIA GPU through CUDA: cudaMalloc, cuMem* pages, cudaMallocAsync pools",
                           [](const DeviceRequest& request) -> std::unique_ptr<Device> {
                             const std::string spec = "--device cuda:" + std::to_string(request.index) + ": ";
                             if (const auto reason = CudaDevice::unavailable_reason(request.index))
                               throw InputError(spec + *reason);
                             try {
-                              return std::make_unique<CudaDevice>(
-                                  CudaDevice::Options{request.index, request.capacity});
+                              return std::make_unique<CudaDevice>(CudaDevice::Options{request.index, request.capacity});
                             } catch (const CudaError& e) {
                               throw InputError(spec + "the GPU cannot be used: " + e.what());
                             }

@@ -37,7 +37,7 @@ struct DriverApi;
 class CudaDevice final : public Device {
  public:
   struct Options {
-    int index = 0;                     // CUDA device ordinal
+    int index = 0;  // CUDA device ordinal
     std::optional<uint64_t> capacity;  // per-process cap in bytes
   };
   // Creates the device's primary context. Throws CudaError when the device cannot be used.
@@ -102,17 +102,17 @@ class CudaDevice final : public Device {
   // Time spent in const driver calls (free_memory) too, hence mutable.
   mutable DeviceCounters counters_;
 
-  std::unordered_map<uint64_t, uint64_t> malloced_;                   // cudaMalloc'd address -> bytes
-  std::unordered_map<uint64_t, uint64_t> reservations_;               // reserved address -> bytes
-  std::map<uint64_t, CUmemGenericAllocationHandle> pages_;            // mapped page -> its handle
+  std::unordered_map<uint64_t, uint64_t> malloced_;  // cudaMalloc'd address -> bytes
+  std::unordered_map<uint64_t, uint64_t> reservations_;  // reserved address -> bytes
+  std::map<uint64_t, CUmemGenericAllocationHandle> pages_;  // mapped page -> its handle
   cudaMemPool_t pool_ = nullptr;
   struct PoolAllocation {
     uint64_t bytes;
     StreamId stream;  // allocated on, and freed on
   };
-  std::unordered_map<uint64_t, PoolAllocation> pool_live_;            // pool address -> allocation
+  std::unordered_map<uint64_t, PoolAllocation> pool_live_;  // pool address -> allocation
   std::unordered_map<StreamId, cudaStream_t> streams_;
-  std::unordered_map<uint64_t, cudaEvent_t> events_;                  // trace event -> real event
+  std::unordered_map<uint64_t, cudaEvent_t> events_;  // trace event -> real event
 };
 
 }  // namespace memreplay

@@ -14,8 +14,8 @@ std::string driver_error_name(CUresult error) {
   static const PFN_cuGetErrorName_v6000 get_name = [] {
     void* address = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    if (cudaGetDriverEntryPointByVersion("cuGetErrorName", &address, kDriverAbiVersion, cudaEnableDefault,
-                                         &status) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion("cuGetErrorName", &address, kDriverAbiVersion, cudaEnableDefault, &status) !=
+            cudaSuccess ||
         status != cudaDriverEntryPointSuccess) {
       (void)cudaGetLastError();
       return PFN_cuGetErrorName_v6000{nullptr};
@@ -30,8 +30,8 @@ std::string driver_error_name(CUresult error) {
 }  // namespace
 
 void throw_error(cudaError_t error, const char* call, const char* file, int line) {
-  throw CudaError(std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ") from " + call +
-                  " at " + file + ":" + std::to_string(line));
+  throw CudaError(std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ") from " + call + " at " +
+                  file + ":" + std::to_string(line));
 }
 
 void throw_error(CUresult error, const char* call, const char* file, int line) {

@@ -43,27 +43,27 @@ int main(int argc, char** argv) {
   // Runtime API, through the PLT.
   check(cudaFree(nullptr) == cudaSuccess, "cudaFree(nullptr)");  // context creation idiom: no event
   void* a = nullptr;
-  check(cudaMalloc(&a, 1000) == cudaSuccess, "cudaMalloc");                                     // 1
+  check(cudaMalloc(&a, 1000) == cudaSuccess, "cudaMalloc");  // 1
   void* huge = nullptr;
   check(cudaMalloc(&huge, size_t{1} << 41) == cudaErrorMemoryAllocation, "failing cudaMalloc");  // 2
   cudaStream_t s = nullptr;
-  check(cudaStreamCreate(&s) == cudaSuccess, "cudaStreamCreate");                               // 3
+  check(cudaStreamCreate(&s) == cudaSuccess, "cudaStreamCreate");  // 3
   void* c = nullptr;
-  check(cudaMallocAsync(&c, 512, s) == cudaSuccess, "cudaMallocAsync");                        // 4
+  check(cudaMallocAsync(&c, 512, s) == cudaSuccess, "cudaMallocAsync");  // 4
   auto* event = reinterpret_cast<cudaEvent_t>(0xe0e0);
-  check(cudaEventRecord(event, s) == cudaSuccess, "cudaEventRecord");                           // 5
-  check(cudaStreamWaitEvent(nullptr, event, 0) == cudaSuccess, "cudaStreamWaitEvent");          // 6
-  check(cudaFreeAsync(c, s) == cudaSuccess, "cudaFreeAsync");                                   // 7
-  check(cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize");                      // 8
-  check(cudaEventSynchronize(event) == cudaSuccess, "cudaEventSynchronize");                    // 9
-  check(cudaDeviceSynchronize() == cudaSuccess, "cudaDeviceSynchronize");                       // 10
-  check(cudaFree(a) == cudaSuccess, "cudaFree");                                                // 11
-  check(cudaStreamDestroy(s) == cudaSuccess, "cudaStreamDestroy");                              // 12
+  check(cudaEventRecord(event, s) == cudaSuccess, "cudaEventRecord");  // 5
+  check(cudaStreamWaitEvent(nullptr, event, 0) == cudaSuccess, "cudaStreamWaitEvent");  // 6
+  check(cudaFreeAsync(c, s) == cudaSuccess, "cudaFreeAsync");  // 7
+  check(cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize");  // 8
+  check(cudaEventSynchronize(event) == cudaSuccess, "cudaEventSynchronize");  // 9
+  check(cudaDeviceSynchronize() == cudaSuccess, "cudaDeviceSynchronize");  // 10
+  check(cudaFree(a) == cudaSuccess, "cudaFree");  // 11
+  check(cudaStreamDestroy(s) == cudaSuccess, "cudaStreamDestroy");  // 12
 
   // Driver API linked directly.
   CUdeviceptr d = 0;
   check(cuMemAlloc(&d, 2048) == CUDA_SUCCESS, "cuMemAlloc");  // 13
-  check(cuMemFree(d) == CUDA_SUCCESS, "cuMemFree");           // 14
+  check(cuMemFree(d) == CUDA_SUCCESS, "cuMemFree");  // 14
 
   // Driver API found at run time: dlsym on the library, then cuGetProcAddress.
   void* libcuda = dlopen("libcuda.so.1", RTLD_NOW);
@@ -86,13 +86,13 @@ int main(int argc, char** argv) {
     CUmemGenericAllocationHandle handle = 0;
     const size_t page = size_t{2} << 20;
     check(reserve && reserve(&va, 4 * page, 0, 0, 0) == CUDA_SUCCESS, "cuMemAddressReserve");  // 16
-    check(create && create(&handle, page, nullptr, 0) == CUDA_SUCCESS, "cuMemCreate");         // 17
-    check(map && map(va, page, 0, handle, 0) == CUDA_SUCCESS, "cuMemMap");                     // 18
-    check(unmap && unmap(va, page) == CUDA_SUCCESS, "cuMemUnmap");                             // 19
-    check(release && release(handle) == CUDA_SUCCESS, "cuMemRelease");                         // 20
-    check(address_free && address_free(va, 4 * page) == CUDA_SUCCESS, "cuMemAddressFree");     // 21
-    check(mem_free && mem_free(d) == CUDA_SUCCESS, "cuMemFree via cuGetProcAddress");          // 22
-    check(sync_ptsz && sync_ptsz(nullptr) == CUDA_SUCCESS, "cuStreamSynchronize_ptsz");        // 23
+    check(create && create(&handle, page, nullptr, 0) == CUDA_SUCCESS, "cuMemCreate");  // 17
+    check(map && map(va, page, 0, handle, 0) == CUDA_SUCCESS, "cuMemMap");  // 18
+    check(unmap && unmap(va, page) == CUDA_SUCCESS, "cuMemUnmap");  // 19
+    check(release && release(handle) == CUDA_SUCCESS, "cuMemRelease");  // 20
+    check(address_free && address_free(va, 4 * page) == CUDA_SUCCESS, "cuMemAddressFree");  // 21
+    check(mem_free && mem_free(d) == CUDA_SUCCESS, "cuMemFree via cuGetProcAddress");  // 22
+    check(sync_ptsz && sync_ptsz(nullptr) == CUDA_SUCCESS, "cuStreamSynchronize_ptsz");  // 23
   }
 
   // Many threads at once.

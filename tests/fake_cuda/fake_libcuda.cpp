@@ -90,7 +90,8 @@ struct Entry {
   void* per_thread;
 };
 
-#define FAKE_ENTRY(name) {#name, reinterpret_cast<void*>(&name##_v2), nullptr}
+#define FAKE_ENTRY(name) \
+  { #name, reinterpret_cast < void*>(&name##_v2), nullptr }
 const Entry kEntries[] = {
     {"cuInit", reinterpret_cast<void*>(&cuInit), nullptr},
     {"cuDeviceGetCount", reinterpret_cast<void*>(&cuDeviceGetCount), nullptr},

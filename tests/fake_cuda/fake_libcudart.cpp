@@ -63,7 +63,9 @@ const Driver& driver() {
 }
 
 cudaError_t to_runtime(CUresult rc) {
-  return rc == CUDA_SUCCESS ? cudaSuccess : rc == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorUnknown;
+  return rc == CUDA_SUCCESS               ? cudaSuccess
+         : rc == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
+                                          : cudaErrorUnknown;
 }
 
 }  // namespace

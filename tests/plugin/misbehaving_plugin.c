@@ -65,11 +65,20 @@ static const char* last_error(void* p) { return ((state*)p)->error; }
 
 /* In the header's field order; fault 5 declares an ABI version that does not exist. */
 static const memreplay_policy_plugin kPlugin = {MISBEHAVE == 5 ? 999u : MEMREPLAY_POLICY_PLUGIN_ABI,
-                                                PLUGIN_NAME, "test plugin", "(no options)",
-                                                create, destroy, allocate, free_block, empty_cache, last_error};
+                                                PLUGIN_NAME,
+                                                "test plugin",
+                                                "(no options)",
+                                                create,
+                                                destroy,
+                                                allocate,
+                                                free_block,
+                                                empty_cache,
+                                                last_error};
 
 #if MISBEHAVE == 6
 __attribute__((visibility("default"))) const memreplay_policy_plugin* some_other_entry(void) { return &kPlugin; }
 #else
-__attribute__((visibility("default"))) const memreplay_policy_plugin* memreplay_policy_plugin_table(void) { return &kPlugin; }
+__attribute__((visibility("default"))) const memreplay_policy_plugin* memreplay_policy_plugin_table(void) {
+  return &kPlugin;
+}
 #endif

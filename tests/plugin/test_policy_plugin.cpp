@@ -48,15 +48,15 @@ class ExactSizeCachePolicy final : public Policy {
 
   Device& device_;
   std::unordered_map<uint64_t, uint64_t> live_;  // address -> size
-  std::multimap<uint64_t, uint64_t> cached_;     // size -> address, oldest first
+  std::multimap<uint64_t, uint64_t> cached_;  // size -> address, oldest first
 };
 
 }  // namespace
 
-MEMREPLAY_REGISTER_POLICY(test_plugin_exact_size, .name = "test_plugin_exact_size",
-                          .description = "test plugin: exact-size caching of 4 KiB-rounded blocks",
-                          .options_help = "(no options)",
-                          .factory = [](std::string_view options, Device& device) -> std::unique_ptr<Policy> {
-                            detail::PolicyOptions("test_plugin_exact_size", options, {});
-                            return std::make_unique<ExactSizeCachePolicy>(device);
-                          });
+MEMREPLAY_REGISTER_POLICY(
+    test_plugin_exact_size, .name = "test_plugin_exact_size",
+    .description = "test plugin: exact-size caching of 4 KiB-rounded blocks", .options_help = "(no options)",
+    .factory = [](std::string_view options, Device& device) -> std::unique_ptr<Policy> {
+      detail::PolicyOptions("test_plugin_exact_size", options, {});
+      return std::make_unique<ExactSizeCachePolicy>(device);
+    });

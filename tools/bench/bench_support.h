@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "proto/trace_writer.h"
 #include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
 #include "replayer/replay_session.h"
 
 namespace memreplay::bench {
@@ -26,11 +26,11 @@ inline const std::string& gpt2_generate_trace() {
     ~TempTrace() { std::filesystem::remove(path); }
   };
   static const TempTrace trace = [] {
-    TempTrace imported{
-        (std::filesystem::temp_directory_path() / ("memreplay-bench-" + std::to_string(getpid()) + "-gpt2_generate.mrt"))
-            .string()};
+    TempTrace imported{(std::filesystem::temp_directory_path() /
+                        ("memreplay-bench-" + std::to_string(getpid()) + "-gpt2_generate.mrt"))
+                           .string()};
     TraceWriter writer(imported.path);
-    import_file(std::string(MEMREPLAY_SHARED_DIR) + "/traces/gpt2_generate.default.pickle.xz", writer);
+    import_file(std::string(MEMREPLAY_REAL_DATA_DIR) + "/traces/gpt2_generate.default.pickle.xz", writer);
     return imported;
   }();
   return trace.path;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "proto/trace_writer.h"
 #include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
 #include "replayer/replay_runner.h"
 #include "results/check.h"
 #include "results/replay_batch.h"
@@ -26,7 +26,7 @@ const std::vector<std::string> kPolicies = {"pytorch", "pytorch:expandable_segme
 const std::vector<std::string>& shared_traces() {
   static const std::vector<std::string> traces = [] {
     std::vector<std::string> out;
-    const auto dir = std::filesystem::path(MEMREPLAY_SHARED_DIR) / "traces";
+    const auto dir = std::filesystem::path(MEMREPLAY_REAL_DATA_DIR) / "traces";
     const auto tmp = std::filesystem::temp_directory_path() / ("memreplay-check-bench-" + std::to_string(getpid()));
     std::filesystem::create_directories(tmp);
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {

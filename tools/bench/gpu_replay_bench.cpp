@@ -18,15 +18,15 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "policies/registry.h"
-#include "replayer/device_registry.h"
-#include "replayer/replay_session.h"
-#include "replayer/latency_histogram.h"
 #include "proto/trace_reader.h"
+#include "replayer/device_registry.h"
+#include "replayer/latency_histogram.h"
+#include "replayer/replay_session.h"
 
 namespace memreplay {
 namespace {
@@ -116,8 +116,8 @@ void register_all() {
           ->Unit(benchmark::kMillisecond)
           ->MinWarmUpTime(0.2)
           ->MinTime(1.0);
-      benchmark::RegisterBenchmark(("BM_AllocateLatency/" + device + "/" + policy).c_str(), BM_AllocateLatency,
-                                   device, policy)
+      benchmark::RegisterBenchmark(("BM_AllocateLatency/" + device + "/" + policy).c_str(), BM_AllocateLatency, device,
+                                   policy)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->Iterations(5);

@@ -11,17 +11,17 @@
 #include <cstdlib>
 #include <string>
 
-#include "recorder/import/decompress.h"
-#include "recorder/import/pickle_reader.h"
-#include "recorder/import/pytorch_snapshot_importer.h"
-#include "recorder/import/trace_sink.h"
+#include "proto/trace_sink.h"
+#include "recorder/import/input/decompress.h"
+#include "recorder/import/pytorch/pytorch_snapshot_importer.h"
+#include "recorder/import/unpickler/pickle_reader.h"
 
 namespace memreplay {
 namespace {
 
 std::string snapshot_path() {
   if (const char* path = std::getenv("MEMREPLAY_BENCH_SNAPSHOT")) return path;
-  return std::string(MEMREPLAY_SHARED_DIR) + "/traces/gpt2_generate.default.pickle.xz";
+  return std::string(MEMREPLAY_REAL_DATA_DIR) + "/traces/gpt2_generate.default.pickle.xz";
 }
 
 const std::string& snapshot_bytes() {

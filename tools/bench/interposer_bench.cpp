@@ -1,6 +1,6 @@
 // What the CUDA interposer (libmemreplay_interposer.so) costs a program per call. This program
 // links the CUDA runtime dynamically (libcudart.so.13), so with LD_PRELOAD of the interposer its
-// calls go through the interposer's wrappers; tools/interposer_ab.sh runs it alternately without
+// calls go through the interposer's wrappers; tools/bench/interposer_ab.sh runs it alternately without
 // and with the interposer and reports the difference per call and per recorded event.
 //
 //   BM_MallocFreePair/1048576        cudaMalloc + cudaFree of 1 MiB (the pair; on a GPU the
@@ -20,7 +20,7 @@
 // (LD_LIBRARY_PATH=BUILD/tests/fake_cuda): a fake call costs a few ns, so interposed minus plain
 // is the interposer's own cost per call, recording included.
 //
-// Environment (tools/interposer_ab.sh sets both): MEMREPLAY_BENCH_PAUSE_US, an untimed sleep
+// Environment (tools/bench/interposer_ab.sh sets both): MEMREPLAY_BENCH_PAUSE_US, an untimed sleep
 // after every batch of 1,024 pairs (run_pairs says why); MEMREPLAY_BENCH_BATCHES, a fixed number
 // of batches per run (main says why).
 #include <benchmark/benchmark.h>
@@ -67,8 +67,8 @@ bool interposed() {
 void report(benchmark::State& state, int calls_per_pair, int events_per_pair) {
   state.counters["calls_per_pair"] = calls_per_pair;
   state.counters["events_per_pair"] = events_per_pair;
-  state.counters["per_call"] = benchmark::Counter(calls_per_pair, benchmark::Counter::kIsIterationInvariantRate |
-                                                                      benchmark::Counter::kInvert);
+  state.counters["per_call"] =
+      benchmark::Counter(calls_per_pair, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["interposed"] = interposed() ? 1 : 0;
 }
 
@@ -81,7 +81,7 @@ long env_number(const char* name) {
 // stream work and the program sleeps MEMREPLAY_BENCH_PAUSE_US. The sleep lets the interposer's
 // writer thread empty the ring (16,384 events by default) before the next batch: against the fake
 // runtime the calls come faster than a writer can compress them, and a full ring drops events,
-// which is cheaper than recording them (tools/interposer_ab.sh checks that none were dropped).
+// which is cheaper than recording them (tools/bench/interposer_ab.sh checks that none were dropped).
 template <typename Pair, typename Sync>
 void run_pairs(benchmark::State& state, Pair pair, Sync sync) {
   static const std::chrono::microseconds pause(env_number("MEMREPLAY_BENCH_PAUSE_US"));
@@ -132,7 +132,8 @@ void BM_MallocFreeAsyncPair(benchmark::State& state) {
   cudaMemPool_t pool = nullptr;
   if (fail(state, "cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0))) return;
   uint64_t threshold = UINT64_MAX;  // keep every freed byte in the pool
-  if (fail(state, "cudaMemPoolSetAttribute", cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold)))
+  if (fail(state, "cudaMemPoolSetAttribute",
+           cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold)))
     return;
   cudaStream_t stream = nullptr;
   if (fail(state, "cudaStreamCreate", cudaStreamCreate(&stream))) return;

@@ -17,12 +17,11 @@
 #include "policies/plugin/plugin_loader.h"
 #include "policies/registry.h"
 #include "proto/trace_reader.h"
+#include "proto/trace_writer.h"
 #include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
 #include "replayer/replay_session.h"
 #include "tools/bench/bench_support.h"
 #include "tools/bench/bump_device.h"
-
 
 extern "C" const memreplay_policy_plugin* example_plugin_built_in_table(void);
 
@@ -33,8 +32,8 @@ namespace {
 class BuiltInExample final : public Policy {
  public:
   explicit BuiltInExample(Device& device) : table_(*example_plugin_built_in_table()), device_(device) {
-    const memreplay_device_api api{this,  &malloc_cb, &free_cb, nullptr, nullptr, nullptr, nullptr,
-                                   device.granularity(), device.total_memory(), 0};
+    const memreplay_device_api api{
+        this, &malloc_cb, &free_cb, nullptr, nullptr, nullptr, nullptr, device.granularity(), device.total_memory(), 0};
     char error[128];
     state_ = table_.create("", &api, error, sizeof error);
   }
@@ -46,13 +45,17 @@ class BuiltInExample final : public Policy {
     if (got) *address = *got;
     return got ? 0 : 1;
   }
-  static void free_cb(void* context, uint64_t address) { free_held(static_cast<BuiltInExample*>(context)->device_, address); }
+  static void free_cb(void* context, uint64_t address) {
+    free_held(static_cast<BuiltInExample*>(context)->device_, address);
+  }
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     uint64_t address = 0, size = 0;
     if (table_.allocate(state_, bytes, stream, &address, &size) != MEMREPLAY_PLUGIN_OK) return std::nullopt;
     return Block{address, size};
   }
-  bool do_free(uint64_t address, StreamId stream) override { return table_.free(state_, address, stream) == MEMREPLAY_PLUGIN_OK; }
+  bool do_free(uint64_t address, StreamId stream) override {
+    return table_.free(state_, address, stream) == MEMREPLAY_PLUGIN_OK;
+  }
   void do_empty_cache() override { table_.empty_cache(state_); }
 
   const memreplay_policy_plugin& table_;
@@ -61,7 +64,8 @@ class BuiltInExample final : public Policy {
 };
 
 void replay(benchmark::State& state, const std::function<std::unique_ptr<Policy>(Device&)>& make) {
-  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<bench::BumpDevice>(); }, make);
+  bench::replay_each_iteration(
+      state, bench::gpt2_generate_events(), [] { return std::make_unique<bench::BumpDevice>(); }, make);
 }
 
 void BM_PluginPolicy_built_in(benchmark::State& state) {

@@ -12,15 +12,16 @@
 
 #include "policies/registry.h"
 #include "replayer/bound/offline_bound.h"
-#include "replayer/sim_device.h"
+#include "replayer/sim/sim_device.h"
 #include "tools/bench/bench_support.h"
 
 namespace memreplay {
 namespace {
 
 void BM_Policy(benchmark::State& state, const std::string& spec) {
-  bench::replay_each_iteration(state, bench::gpt2_generate_events(), [] { return std::make_unique<SimDevice>(SimDevice::Options{}); },
-                               [&](Device& device) { return PolicyRegistry::instance().create(spec, device); });
+  bench::replay_each_iteration(
+      state, bench::gpt2_generate_events(), [] { return std::make_unique<SimDevice>(SimDevice::Options{}); },
+      [&](Device& device) { return PolicyRegistry::instance().create(spec, device); });
 }
 
 void BM_Bound(benchmark::State& state) {
@@ -31,7 +32,8 @@ void BM_Bound(benchmark::State& state) {
 
 [[maybe_unused]] const bool registered = [] {
   for (const PolicyInfo& info : PolicyRegistry::instance().policies())
-    benchmark::RegisterBenchmark(("BM_Policy/" + info.name).c_str(), BM_Policy, info.name)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_Policy/" + info.name).c_str(), BM_Policy, info.name)
+        ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_Policy/bfc:allow_growth:true", BM_Policy, std::string("bfc:allow_growth:true"))
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_Bound/gpt2_generate", BM_Bound)->Unit(benchmark::kMillisecond)->Iterations(3);

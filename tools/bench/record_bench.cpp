@@ -18,7 +18,7 @@
 //                                thread runs on another core meanwhile)
 //   BM_LiveTraceWriterAppend     the writer thread's own work per event (columns, zstd, write)
 // What the CUDA interposer adds per call is measured apart: tools/bench/interposer_bench.cpp,
-// run A/B by tools/interposer_ab.sh.
+// run A/B by tools/bench/interposer_ab.sh.
 //
 // Each hot-path batch fits in the thread's buffer and is flushed with the timer paused, so no
 // event is dropped and the numbers are the recording call itself; the "dropped" counter says so.
@@ -76,8 +76,7 @@ void BM_RecordHotPath(benchmark::State& state) {
     rec::start(bench_path("hot.mrt"), bench_options());
     ready = 1;
   }
-  while (ready.load() == 0) {
-  }
+  while (ready.load() == 0) {}
   const Program program;
   size_t i = 0;
   while (state.KeepRunningBatch(kBatch)) {
@@ -109,7 +108,8 @@ struct RecordLibrary : memreplay_record_library {
       path = env;
     } else {
       std::error_code ec;
-      path = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/live/libmemreplay_record.so").string();
+      path =
+          (fs::read_symlink("/proc/self/exe", ec).parent_path() / "../recorder/live/libmemreplay_record.so").string();
     }
     error = load(path);
     if (!error.empty()) error += " (set MEMREPLAY_RECORD_LIBRARY)";
@@ -196,8 +196,8 @@ void BM_RecordEndToEnd(benchmark::State& state) {
   const rec::Stats stats = rec::stats();
   rec::stop();
   state.counters["dropped"] = static_cast<double>(stats.dropped);
-  state.counters["bytes_per_event"] =
-      static_cast<double>(fs::file_size(bench_path("e2e.mrt"))) / static_cast<double>(std::max<uint64_t>(1, stats.written));
+  state.counters["bytes_per_event"] = static_cast<double>(fs::file_size(bench_path("e2e.mrt"))) /
+                                      static_cast<double>(std::max<uint64_t>(1, stats.written));
   fs::remove(bench_path("e2e.mrt"));
 }
 BENCHMARK(BM_RecordEndToEnd)->UseRealTime();

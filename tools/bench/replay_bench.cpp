@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "policies/registry.h"
-#include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
-#include "replayer/replay_session.h"
-#include "replayer/replay_runner.h"
-#include "replayer/sim_device.h"
-#include "tools/bench/bench_support.h"
 #include "proto/trace_reader.h"
+#include "proto/trace_writer.h"
+#include "recorder/import/import.h"
+#include "replayer/replay_runner.h"
+#include "replayer/replay_session.h"
+#include "replayer/sim/sim_device.h"
+#include "tools/bench/bench_support.h"
 
 namespace memreplay {
 namespace {
@@ -60,13 +60,17 @@ std::string write_synthetic_trace(uint64_t events) {
   std::vector<std::pair<uint64_t, uint64_t>> live;
   while (written < events) {
     for (int i = 0; i < 64 && written < events; ++i, ++written) {
-      Event e{.kind = EventKind::alloc, .time_ns = time += 1000, .address = 0x7f0000000000ull + uint64_t(i) * (64ull << 20),
+      Event e{.kind = EventKind::alloc,
+              .time_ns = time += 1000,
+              .address = 0x7f0000000000ull + uint64_t(i) * (64ull << 20),
               .size = sizes[rng() % 8]};
       writer.append(e);
       live.emplace_back(e.address, e.size);
     }
     while (!live.empty() && written < events) {
-      Event e{.kind = EventKind::free_completed, .time_ns = time += 1000, .address = live.back().first,
+      Event e{.kind = EventKind::free_completed,
+              .time_ns = time += 1000,
+              .address = live.back().first,
               .size = live.back().second};
       writer.append(e);
       live.pop_back();

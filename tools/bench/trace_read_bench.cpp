@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "recorder/import/trace_writer.h"
 #include "proto/trace_reader.h"
+#include "proto/trace_writer.h"
 
 namespace memreplay {
 namespace {
@@ -43,8 +43,7 @@ std::vector<Event> synthetic_events(size_t count) {
     size_t live = 0;
     for (int i = 0; i < 3000 || live > 0; ++i) {
       if (i < 3000 && (live == 0 || rng() % 2 == 0)) {
-        program.push_back(
-            {true, sizes[size_rank(rng) % sizes.size()], static_cast<uint32_t>(1 + rng() % 300)});
+        program.push_back({true, sizes[size_rank(rng) % sizes.size()], static_cast<uint32_t>(1 + rng() % 300)});
         ++live;
       } else {
         program.push_back({false, std::min<uint64_t>(rng() % 16, live - 1), 0});  // recent blocks die first
@@ -54,7 +53,7 @@ std::vector<Event> synthetic_events(size_t count) {
   }
 
   std::unordered_map<uint64_t, std::vector<uint64_t>> cached;  // size -> free addresses
-  std::vector<std::pair<uint64_t, uint64_t>> live;             // (address, size)
+  std::vector<std::pair<uint64_t, uint64_t>> live;  // (address, size)
   uint64_t time = 1'722'000'000'000'000'000ull;
   uint64_t next_segment = 0x7f00'0000'0000ull, bump = 0, segment_end = 0;
   std::vector<Event> events;
@@ -108,8 +107,8 @@ void write_events(const std::string& path, const std::vector<Event>& events, Tra
   header.set_source("api");
   writer.begin(header);
   for (uint32_t stack = 1; stack <= 300; ++stack)
-    writer.intern_stack(std::vector<FrameText>{{"model.py", stack, "layer" + std::to_string(stack % 24)},
-                                               {"train.py", 40, "step"}});
+    writer.intern_stack(
+        std::vector<FrameText>{{"model.py", stack, "layer" + std::to_string(stack % 24)}, {"train.py", 40, "step"}});
   for (const Event& e : events) writer.append(e);
   writer.finish();
 }
@@ -117,8 +116,7 @@ void write_events(const std::string& path, const std::vector<Event>& events, Tra
 // A temporary file, removed at exit.
 struct TempTrace {
   std::string path =
-      (std::filesystem::temp_directory_path() / ("memreplay_bench_" + std::to_string(::getpid()) + ".mrt"))
-          .string();
+      (std::filesystem::temp_directory_path() / ("memreplay_bench_" + std::to_string(::getpid()) + ".mrt")).string();
   ~TempTrace() { std::filesystem::remove(path); }
 };
 
@@ -158,11 +156,7 @@ void BM_WriteTrace(benchmark::State& state) {
   state.counters["bytes_per_event"] =
       static_cast<double>(std::filesystem::file_size(out.path)) / static_cast<double>(events.size());
 }
-BENCHMARK(BM_WriteTrace)
-    ->Arg(TraceWriterOptions{}.zstd_level)
-    ->Arg(3)
-    ->Arg(19)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WriteTrace)->Arg(TraceWriterOptions{}.zstd_level)->Arg(3)->Arg(19)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace memreplay

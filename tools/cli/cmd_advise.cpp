@@ -5,7 +5,7 @@
 #include "results/advice.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -41,7 +41,7 @@ void advise(const AdviseOptions& options) {
 
 void add_advise_command(CLI::App& app) {
   auto [command, options] = add_command<AdviseOptions>(app, "advise", kHelp, advise);
-  add_replay_options(command, options.replay);
+  add_replay_flags(command, options.replay);
   command.add_option("--policy", options.replay.policy_spec, "the setting the job runs with now (default pytorch)");
   command.add_flag("--no-fit", options.no_fit, "skip the smallest-capacity search (faster)");
   command.add_flag("--allow-incomplete", options.allow_incomplete, "advise on a trace that has no footer");

@@ -40,9 +40,13 @@ void bound(const BoundOptions& options) {
     std::printf("  %.3f s\n", b.seconds);
   }
   if (!options.json.empty())
-    write_json({{"trace", options.trace}, {"blocks", b.blocks}, {"events", b.events},
-                {"requested_peak", b.requested_peak}, {"rounded_peak", b.rounded_peak},
-                {"greedy_requested", b.greedy_requested}, {"greedy_rounded", b.greedy_rounded},
+    write_json({{"trace", options.trace},
+                {"blocks", b.blocks},
+                {"events", b.events},
+                {"requested_peak", b.requested_peak},
+                {"rounded_peak", b.rounded_peak},
+                {"greedy_requested", b.greedy_requested},
+                {"greedy_rounded", b.greedy_rounded},
                 {"seconds", b.seconds}},
                options.json);
 }
@@ -54,7 +58,8 @@ void add_bound_command(CLI::App& app) {
   add_trace_argument(command, options.trace);
   command.add_option("--trace-device", options.trace_device, "which recorded device's events (default 0)");
   add_json_option(command, options.json, "the bound");
-  command.add_option("--minimalloc", options.minimalloc, "write the lifetimes as MiniMalloc's CSV (id,lower,upper,size)");
+  command.add_option("--minimalloc", options.minimalloc,
+                     "write the lifetimes as MiniMalloc's CSV (id,lower,upper,size)");
 }
 
 }  // namespace memreplay::cli

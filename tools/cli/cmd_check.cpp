@@ -3,8 +3,8 @@
 // new value and limit), 2 on bad input. See results/check.h for the rules.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -55,7 +55,8 @@ std::map<std::string, double> parse_tolerances(const std::vector<std::string>& s
   std::map<std::string, double> out;
   for (const auto& spec : specs) {
     const auto eq = spec.find('=');
-    if (eq == std::string::npos) throw InputError("--tolerance " + spec + ": expected METRIC=VALUE, e.g. reserved_peak=2%");
+    if (eq == std::string::npos)
+      throw InputError("--tolerance " + spec + ": expected METRIC=VALUE, e.g. reserved_peak=2%");
     const std::string name = spec.substr(0, eq);
     results::check_metric(name);
     std::string value = spec.substr(eq + 1);
@@ -88,18 +89,20 @@ void check(const CheckOptions& options) {
   if (!options.capacity.empty()) capacity = parse_bytes(options.capacity, "--capacity"), limits.must_fit = true;
   if (options.update_baseline && options.baseline.empty()) throw InputError("--update-baseline needs --baseline FILE");
   if (options.baseline.empty() && !limits.max_reserved && !limits.max_overhead && !limits.must_fit)
-    throw InputError("nothing to check against: give --baseline FILE or a limit (--max-reserved, --max-overhead, "
-                     "--capacity)");
+    throw InputError(
+        "nothing to check against: give --baseline FILE or a limit (--max-reserved, --max-overhead, "
+        "--capacity)");
 
   results::Baseline baseline;
   const bool compare_to_baseline = !options.baseline.empty() && !options.update_baseline;
   if (!options.baseline.empty() && (compare_to_baseline || std::filesystem::exists(options.baseline)))
     baseline = results::load_baseline(options.baseline);
   if (compare_to_baseline && baseline.capacity != capacity)
-    throw InputError(options.baseline + ": the baseline was made " +
-                     (baseline.capacity ? "with --capacity " + format_bytes(*baseline.capacity) : "without --capacity") +
-                     ", this check runs " + (capacity ? "with --capacity " + format_bytes(*capacity) : "without") +
-                     " (the numbers would not compare)");
+    throw InputError(
+        options.baseline + ": the baseline was made " +
+        (baseline.capacity ? "with --capacity " + format_bytes(*baseline.capacity) : "without --capacity") +
+        ", this check runs " + (capacity ? "with --capacity " + format_bytes(*capacity) : "without") +
+        " (the numbers would not compare)");
   std::map<std::string, double> tolerances = baseline.tolerances;
   for (const auto& [k, v] : tolerance_overrides) tolerances[k] = v;
 

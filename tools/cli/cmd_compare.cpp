@@ -6,7 +6,7 @@
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -54,13 +54,13 @@ void compare(const CompareOptions& options) {
     rows.push_back(run_replay(replay));
     if (rows.size() == 1) warn_after_replay(replay, rows.back());
     nlohmann::json row = to_json(rows.back());
-    row["reserved_over_requested"] = rows.back().requested_peak == 0
-                                         ? 1.0
-                                         : double(rows.back().reserved_peak) / double(rows.back().requested_peak);
+    row["reserved_over_requested"] =
+        rows.back().requested_peak == 0 ? 1.0 : double(rows.back().reserved_peak) / double(rows.back().requested_peak);
     row["failed"] = rows.back().oom_at_event.has_value();
     all.push_back(std::move(row));
   }
-  if (const auto warning = incomplete_warning(options.replay.trace_path, rows.front())) std::cerr << "memreplay: warning: " << *warning << "\n";
+  if (const auto warning = incomplete_warning(options.replay.trace_path, rows.front()))
+    std::cerr << "memreplay: warning: " << *warning << "\n";
   if (options.json != "-") {
     print_metrics_table(rows);
     for (const auto& m : rows) print_latency_table(m);
@@ -73,8 +73,11 @@ void compare(const CompareOptions& options) {
       {"trace", r.trace_path},
       {"capacity", r.capacity ? nlohmann::json(*r.capacity) : nlohmann::json(nullptr)},
       {"options",
-       {{"device", r.device_spec}, {"trace_device", r.trace_device}, {"lenient", r.lenient},
-        {"keep_going", r.continue_after_oom}, {"time_operations", r.time_operations}}},
+       {{"device", r.device_spec},
+        {"trace_device", r.trace_device},
+        {"lenient", r.lenient},
+        {"keep_going", r.continue_after_oom},
+        {"time_operations", r.time_operations}}},
       {"definitions",
        {{"reserved_over_requested", "reserved_peak / requested_peak"},
         {"fragmentation_at_peak", "1 - allocated/reserved at the moment reserved peaked"},
@@ -88,9 +91,9 @@ void compare(const CompareOptions& options) {
 
 void add_compare_command(CLI::App& app) {
   auto [command, options] = add_command<CompareOptions>(app, "compare", kHelp, compare);
-  add_policy_list_options(command, options.replay, options.policies,
-                          "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy",
-                          options.json, "all metrics");
+  add_policy_list_flags(command, options.replay, options.policies,
+                        "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy",
+                        options.json, "all metrics");
 }
 
 }  // namespace memreplay::cli

@@ -6,7 +6,7 @@
 #include "results/replay_batch.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -44,21 +44,22 @@ void export_trace(const ExportOptions& options) {
                 static_cast<unsigned long long>(out.entries), static_cast<unsigned long long>(out.segments),
                 options.output.c_str());
     if (!out.segments_replayed_under.empty())
-      std::printf("  the trace has no segment events: segments, block addresses and block sizes are those of a "
-                  "replay under %s\n",
-                  out.segments_replayed_under.c_str());
+      std::printf(
+          "  the trace has no segment events: segments, block addresses and block sizes are those of a "
+          "replay under %s\n",
+          out.segments_replayed_under.c_str());
     return;
   }
   ReplayOptions base;
   base.trace_path = options.trace;
   base.trace_device = options.trace_device;
   base.timeline_points = size_t{1} << 24;  // every event, up to 16M of them
-  const std::vector<std::string> policies = options.policies.empty() ? std::vector<std::string>{"pytorch"}
-                                                                     : options.policies;
+  const std::vector<std::string> policies =
+      options.policies.empty() ? std::vector<std::string>{"pytorch"} : options.policies;
   const auto replays = results::replay_policies(base, policies);
   write_file_atomically(options.output, results::export_perfetto(options.trace, options.trace_device, replays.metrics));
-  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(),
-              policies.size(), options.output.c_str());
+  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(), policies.size(),
+              options.output.c_str());
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
 // memreplay fit TRACE --policy SPEC...: the smallest GPU this run fits on, or, with --capacity,
 // whether it fits there and, if not, which allocation fails first and from which stack.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <nlohmann/json.hpp>
 
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -33,8 +33,10 @@ nlohmann::json describe_oom(const ReplayMetrics& m, const std::string& trace) {
     for (const auto& f : reader.stack_frames(m.oom_stack))
       stack.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
   }
-  return {{"replay_event", *m.oom_at_event}, {"trace_event", *m.oom_trace_event},
-          {"request_bytes", *m.oom_request_bytes}, {"stack", stack}};
+  return {{"replay_event", *m.oom_at_event},
+          {"trace_event", *m.oom_trace_event},
+          {"request_bytes", *m.oom_request_bytes},
+          {"stack", stack}};
 }
 
 struct FitOptions {
@@ -51,8 +53,11 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
                                std::optional<std::string>& warning) {
   const ReplayMetrics m = run_replay(replay);
   if (!warning) warning = incomplete_warning(replay.trace_path, m);
-  const nlohmann::json result = {{"policy", replay.policy_spec}, {"complete", m.complete}, {"capacity", *replay.capacity},
-                                 {"fits", !m.oom_at_event}, {"oom", describe_oom(m, replay.trace_path)},
+  const nlohmann::json result = {{"policy", replay.policy_spec},
+                                 {"complete", m.complete},
+                                 {"capacity", *replay.capacity},
+                                 {"fits", !m.oom_at_event},
+                                 {"oom", describe_oom(m, replay.trace_path)},
                                  {"metrics", to_json(m)}};
   all_fit = all_fit && !m.oom_at_event;
   if (print) {
@@ -60,8 +65,8 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
                 m.oom_at_event ? "OUT OF MEMORY" : "fits");
     if (m.oom_at_event) {
       std::printf("  first failing allocation: replay event %llu (trace event %llu), %s\n",
-                  static_cast<unsigned long long>(*m.oom_at_event),
-                  static_cast<unsigned long long>(*m.oom_trace_event), format_bytes(*m.oom_request_bytes).c_str());
+                  static_cast<unsigned long long>(*m.oom_at_event), static_cast<unsigned long long>(*m.oom_trace_event),
+                  format_bytes(*m.oom_request_bytes).c_str());
       for (const auto& frame : result["oom"]["stack"])
         std::printf("    %s:%d %s\n", frame["filename"].get<std::string>().c_str(), frame["line"].get<int>(),
                     frame["name"].get<std::string>().c_str());
@@ -77,27 +82,30 @@ nlohmann::json search(const ReplayOptions& replay, uint64_t resolution, int grid
   for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
   if (!warning) warning = incomplete_warning(replay.trace_path, scan.uncapped);
   // The capacities first (what a script reads), then how they were found.
-  const nlohmann::json result = {
-      {"policy", replay.policy_spec},           {"complete", scan.uncapped.complete},
-      {"min_fit_bytes", scan.smallest_fit_bytes}, {"fits_above_bytes", scan.fits_above_bytes},
-      {"max_fail_bytes", scan.largest_fail_bytes}, {"monotonic", scan.monotonic},
-      {"resolution_bytes", scan.resolution_bytes}, {"replays", scan.replays},
-      {"probes", probes},                        {"uncapped", to_json(scan.uncapped)}};
+  const nlohmann::json result = {{"policy", replay.policy_spec},
+                                 {"complete", scan.uncapped.complete},
+                                 {"min_fit_bytes", scan.smallest_fit_bytes},
+                                 {"fits_above_bytes", scan.fits_above_bytes},
+                                 {"max_fail_bytes", scan.largest_fail_bytes},
+                                 {"monotonic", scan.monotonic},
+                                 {"resolution_bytes", scan.resolution_bytes},
+                                 {"replays", scan.replays},
+                                 {"probes", probes},
+                                 {"uncapped", to_json(scan.uncapped)}};
   if (!print) return result;
   if (scan.monotonic)
     std::printf("%s fits in %s (%llu bytes; fails at %s; %llu replays). Uncapped reserved peak: %s\n",
                 replay.policy_spec.c_str(), format_bytes(scan.smallest_fit_bytes).c_str(),
-                static_cast<unsigned long long>(scan.smallest_fit_bytes),
-                format_bytes(scan.largest_fail_bytes).c_str(), static_cast<unsigned long long>(scan.replays),
-                format_bytes(scan.uncapped.reserved_peak).c_str());
+                static_cast<unsigned long long>(scan.smallest_fit_bytes), format_bytes(scan.largest_fail_bytes).c_str(),
+                static_cast<unsigned long long>(scan.replays), format_bytes(scan.uncapped.reserved_peak).c_str());
   else
-    std::printf("%s: fitting is NOT monotonic here. Smallest capacity found to fit: %s (%llu bytes); but %s fails, "
-                "and every tested capacity from %s (%llu bytes) up fits (%llu replays). Uncapped reserved peak: %s\n",
-                replay.policy_spec.c_str(), format_bytes(scan.smallest_fit_bytes).c_str(),
-                static_cast<unsigned long long>(scan.smallest_fit_bytes),
-                format_bytes(scan.largest_fail_bytes).c_str(), format_bytes(scan.fits_above_bytes).c_str(),
-                static_cast<unsigned long long>(scan.fits_above_bytes), static_cast<unsigned long long>(scan.replays),
-                format_bytes(scan.uncapped.reserved_peak).c_str());
+    std::printf(
+        "%s: fitting is NOT monotonic here. Smallest capacity found to fit: %s (%llu bytes); but %s fails, "
+        "and every tested capacity from %s (%llu bytes) up fits (%llu replays). Uncapped reserved peak: %s\n",
+        replay.policy_spec.c_str(), format_bytes(scan.smallest_fit_bytes).c_str(),
+        static_cast<unsigned long long>(scan.smallest_fit_bytes), format_bytes(scan.largest_fail_bytes).c_str(),
+        format_bytes(scan.fits_above_bytes).c_str(), static_cast<unsigned long long>(scan.fits_above_bytes),
+        static_cast<unsigned long long>(scan.replays), format_bytes(scan.uncapped.reserved_peak).c_str());
   return result;
 }
 
@@ -130,7 +138,7 @@ void fit(const FitOptions& options) {
 
 void add_fit_command(CLI::App& app) {
   auto [command, options] = add_command<FitOptions>(app, "fit", kHelp, fit);
-  add_replay_options(command, options.replay);
+  add_replay_flags(command, options.replay);
   command.add_option("--policy", options.policies, "NAME[:OPTIONS] (see `memreplay policies`); repeat for several");
   command.add_option("--resolution", options.resolution, "stop the bisections at this step (default 1MiB)");
   command.add_option("--grid", options.grid, "capacities tested evenly between requested and reserved peak (32)")

@@ -4,8 +4,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "proto/trace_writer.h"
 #include "recorder/import/import.h"
-#include "recorder/import/trace_writer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
@@ -43,7 +43,9 @@ void import(const ImportOptions& options) {
     std::printf("%s: %llu events written to %s in %.2f s\n", options.input.c_str(),
                 static_cast<unsigned long long>(writer.events_appended()), options.output.c_str(), seconds);
   if (!options.json.empty())
-    write_json({{"input", options.input}, {"output", options.output}, {"events", writer.events_appended()},
+    write_json({{"input", options.input},
+                {"output", options.output},
+                {"events", writer.events_appended()},
                 {"seconds", seconds}},
                options.json);
 }

@@ -49,8 +49,11 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
                        {"name", name},
                        {"total_memory", total},
                        {"events_per_kind", d.events_per_kind},
-                       {"starting_state", {{"segments", start.segments}, {"segment_bytes", start.segment_bytes},
-                                           {"blocks", start.blocks}, {"block_bytes", start.block_bytes}}},
+                       {"starting_state",
+                        {{"segments", start.segments},
+                         {"segment_bytes", start.segment_bytes},
+                         {"blocks", start.blocks},
+                         {"block_bytes", start.block_bytes}}},
                        {"inferred_per_kind", d.inferred_per_kind},
                        {"failed_per_kind", d.failed_per_kind},
                        {"pools", pools},
@@ -64,8 +67,8 @@ nlohmann::json summarize(TraceReader& reader, const std::string& path) {
   std::map<std::string, std::string> settings(h.allocator_settings().begin(), h.allocator_settings().end());
   nlohmann::json pools = nlohmann::json::array();
   for (const auto& p : summary.pools)  // the header's, or a live trace's announced ones
-    pools.push_back({{"id", p.id}, {"kind", p.kind}, {"torch_id", {p.torch_id_first, p.torch_id_second}},
-                     {"name", p.name}});
+    pools.push_back(
+        {{"id", p.id}, {"kind", p.kind}, {"torch_id", {p.torch_id_first, p.torch_id_second}}, {"name", p.name}});
   return {{"trace", path},
           {"format_version", std::to_string(h.format_major()) + "." + std::to_string(h.format_minor())},
           {"source", h.source()},
@@ -103,14 +106,16 @@ void print_summary(const nlohmann::json& s) {
     for (const auto& [kind, count] : d["events_per_kind"].items())
       std::printf("  %-18s %llu\n", kind.c_str(), count.get<unsigned long long>());
     for (const auto& [kind, count] : d["inferred_per_kind"].items())
-      std::printf("  %-18s %llu (inferred by the importer, not recorded)\n", kind.c_str(), count.get<unsigned long long>());
+      std::printf("  %-18s %llu (inferred by the importer, not recorded)\n", kind.c_str(),
+                  count.get<unsigned long long>());
     for (const auto& [kind, count] : d["failed_per_kind"].items())
       std::printf("  %-18s %llu failed calls (never live)\n", kind.c_str(), count.get<unsigned long long>());
     const auto& start = d["starting_state"];
     if (start["segments"].get<uint64_t>() + start["blocks"].get<uint64_t>() > 0)
-      std::printf("  rebuilt starting state (not recorded events): %llu segments (%s), %llu live blocks (%s requested)\n",
-                  start["segments"].get<unsigned long long>(), format_bytes(start["segment_bytes"].get<uint64_t>()).c_str(),
-                  start["blocks"].get<unsigned long long>(), format_bytes(start["block_bytes"].get<uint64_t>()).c_str());
+      std::printf(
+          "  rebuilt starting state (not recorded events): %llu segments (%s), %llu live blocks (%s requested)\n",
+          start["segments"].get<unsigned long long>(), format_bytes(start["segment_bytes"].get<uint64_t>()).c_str(),
+          start["blocks"].get<unsigned long long>(), format_bytes(start["block_bytes"].get<uint64_t>()).c_str());
     if (!d["pools"].empty())
       std::printf("  %-4s %-12s %10s %9s %14s %15s\n", "pool", "kind", "allocs", "segments", "peak reserved",
                   "peak requested");
@@ -149,8 +154,6 @@ void info(const InfoOptions& options) {
 
 }  // namespace
 
-void add_info_command(CLI::App& app) {
-  add_trace_command<InfoOptions>(app, "info", kHelp, info, "the summary");
-}
+void add_info_command(CLI::App& app) { add_trace_command<InfoOptions>(app, "info", kHelp, info, "the summary"); }
 
 }  // namespace memreplay::cli

@@ -12,8 +12,9 @@
 namespace memreplay::cli {
 
 void add_policies_command(CLI::App& app) {
-  auto* command = app.add_subcommand("policies", "List the allocator policies and devices replay can use.\n"
-                                                 "  memreplay policies");
+  auto* command = app.add_subcommand("policies",
+                                     "List the allocator policies and devices replay can use.\n"
+                                     "  memreplay policies");
   add_plugin_option(*command);
   auto json = std::make_shared<std::string>();
   add_json_option(*command, *json, "the policies and devices");

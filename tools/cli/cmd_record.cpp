@@ -24,7 +24,7 @@
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
-#include "recorder/import/trace_writer.h"
+#include "proto/trace_writer.h"
 #include "recorder/interposer/child_command.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -179,7 +179,8 @@ void forward_signal(int sig) {
 
 int run_command(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
   const ChildCommand child(command, env);
-  struct sigaction ignore {}, forward {}, old_int {}, old_quit {}, old_term {}, old_hup {};
+  struct sigaction ignore {
+  }, forward{}, old_int{}, old_quit{}, old_term{}, old_hup{};
   ignore.sa_handler = SIG_IGN;
   forward.sa_handler = forward_signal;
   sigaction(SIGINT, &ignore, &old_int);
@@ -199,8 +200,7 @@ int run_command(const std::vector<std::string>& command, const std::map<std::str
   if (pid < 0) throw InputError(std::string("cannot start the command: ") + std::strerror(errno));
   g_child = pid;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   g_child = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
@@ -283,9 +283,10 @@ void add_record_command(CLI::App& app) {
   command.add_option("--summary-json,--json", options.summary_json,
                      "also write the summary (traces, events per kind, device allocations by caller) as JSON to "
                      "FILE (- for stdout)");
-  command.add_option("--malloc-as", options.malloc_as,
-                     "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
-                     "program's own allocations (alloc/free_completed, replayable against allocator policies)")
+  command
+      .add_option("--malloc-as", options.malloc_as,
+                  "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
+                  "program's own allocations (alloc/free_completed, replayable against allocator policies)")
       ->check(CLI::IsMember({"segment", "alloc"}));
   command.add_option("--flush-ms", options.flush_ms, "write to the file at least this often (default 500)")
       ->check(CLI::Range(1u, 3'600'000u));

@@ -5,7 +5,7 @@
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -26,15 +26,16 @@ void replay(const ReplayCommandOptions& options) {
   warn_before_replay(options.replay);
   const ReplayMetrics m = run_replay(options.replay);
   warn_after_replay(options.replay, m);
-  if (const auto warning = incomplete_warning(options.replay.trace_path, m)) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
+  if (const auto warning = incomplete_warning(options.replay.trace_path, m))
+    std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
   if (options.json != "-") {
     print_metrics_table({m});
     print_latency_table(m);
   }
   if (m.oom_at_event && options.json != "-")
     std::printf("OOM at replay event %llu (trace event %llu): %s requested\n",
-                static_cast<unsigned long long>(*m.oom_at_event),
-                static_cast<unsigned long long>(*m.oom_trace_event), format_bytes(*m.oom_request_bytes).c_str());
+                static_cast<unsigned long long>(*m.oom_at_event), static_cast<unsigned long long>(*m.oom_trace_event),
+                format_bytes(*m.oom_request_bytes).c_str());
   if (!options.json.empty()) write_json(to_json(m), options.json);
   // A CI step that replays under --capacity fails when the job would not fit (as `fit --capacity`).
   if (m.oom_at_event) command_exit_status = 1;
@@ -44,7 +45,7 @@ void replay(const ReplayCommandOptions& options) {
 
 void add_replay_command(CLI::App& app) {
   auto [command, options] = add_command<ReplayCommandOptions>(app, "replay", kHelp, replay);
-  add_replay_options(command, options.replay);
+  add_replay_flags(command, options.replay);
   command.add_option("--policy", options.replay.policy_spec,
                      "NAME[:OPTIONS], options written as in PYTORCH_CUDA_ALLOC_CONF "
                      "(see `memreplay policies`)");

@@ -6,7 +6,7 @@
 #include "results/report_html.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/replay_options.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -50,10 +50,10 @@ void report(const ReportOptions& options) {
 
 void add_report_command(CLI::App& app) {
   auto [command, options] = add_command<ReportOptions>(app, "report", kHelp, report);
-  add_policy_list_options(command, options.replay, options.policies,
-                          "a policy to draw (repeat; the first is the current setting the advice starts from; default "
-                          "pytorch and pytorch:expandable_segments:True)",
-                          options.json, "the report's data");
+  add_policy_list_flags(command, options.replay, options.policies,
+                        "a policy to draw (repeat; the first is the current setting the advice starts from; default "
+                        "pytorch and pytorch:expandable_segments:True)",
+                        options.json, "the report's data");
   command.add_option("-o,--output", options.output, "the HTML file to write")->required();
   command.add_flag("--allow-incomplete", options.allow_incomplete, "draw a trace that has no footer");
 }

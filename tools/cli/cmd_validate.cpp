@@ -42,13 +42,16 @@ void validate(const ValidateOptions& options) {
     if (validator.problem_count() > validator.problems().size())
       std::printf("... and %llu more\n",
                   static_cast<unsigned long long>(validator.problem_count() - validator.problems().size()));
-    std::printf("%s: %llu events, %llu problems%s\n", options.trace.c_str(),
-                static_cast<unsigned long long>(index), static_cast<unsigned long long>(validator.problem_count()),
+    std::printf("%s: %llu events, %llu problems%s\n", options.trace.c_str(), static_cast<unsigned long long>(index),
+                static_cast<unsigned long long>(validator.problem_count()),
                 reader.complete() ? "" : " (file is incomplete: read up to its last whole chunk)");
   }
   if (!options.json.empty())
-    write_json({{"trace", options.trace}, {"events", index}, {"complete", reader.complete()},
-                {"problem_count", validator.problem_count()}, {"problems_by_kind", validator.counts_by_kind()},
+    write_json({{"trace", options.trace},
+                {"events", index},
+                {"complete", reader.complete()},
+                {"problem_count", validator.problem_count()},
+                {"problems_by_kind", validator.counts_by_kind()},
                 {"problems", problems}},
                options.json);
   if (validator.problem_count() != 0) command_exit_status = 2;

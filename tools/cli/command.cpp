@@ -40,8 +40,9 @@ void load_environment_plugins() {
 
 void add_json_option(CLI::App& command, std::string& json, const std::string& what) {
   command.add_option("--json", json,
-                     "write " + what + " as JSON: to stdout with --json or --json -, else to FILE (--json out.json "
-                     "or --json=FILE)");
+                     "write " + what +
+                         " as JSON: to stdout with --json or --json -, else to FILE (--json out.json "
+                         "or --json=FILE)");
 }
 
 namespace {

@@ -9,8 +9,8 @@ namespace memreplay::cli {
 // Every subcommand, in the order `memreplay --help` lists them; tools/cli/cmd_NAME.cpp defines
 // add_NAME_command. One list: main() adds them all from it.
 #define MEMREPLAY_SUBCOMMANDS(X) \
-  X(record) X(import) X(info) X(validate) X(replay) X(compare) X(fit) X(check) X(advise) X(export) \
-  X(report) X(bound) X(policies)
+  X(record)                      \
+  X(import) X(info) X(validate) X(replay) X(compare) X(fit) X(check) X(advise) X(export) X(report) X(bound) X(policies)
 
 #define MEMREPLAY_DECLARE_SUBCOMMAND(name) void add_##name##_command(CLI::App& app);
 MEMREPLAY_SUBCOMMANDS(MEMREPLAY_DECLARE_SUBCOMMAND)

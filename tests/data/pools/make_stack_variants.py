@@ -20,7 +20,7 @@ import pickle
 
 HERE = "tests/data/pools/"
 EMPTY_CACHE = [{"filename": "/usr/lib/python3/dist-packages/torch/cuda/memory.py", "line": 224, "name": "empty_cache"},
-               {"filename": "tools/gpu_pool_jobs.py", "line": 301, "name": "empty_cache_steps"}]
+               {"filename": "tools/gpu/pool_jobs.py", "line": 301, "name": "empty_cache_steps"}]
 
 
 def load(name):
@@ -34,7 +34,7 @@ def save(snapshot, name):
 
 
 def op_frames(i, job):
-    return [{"filename": "tools/gpu_pool_jobs.py", "line": 100 + i % 7, "name": job}]
+    return [{"filename": "tools/gpu/pool_jobs.py", "line": 100 + i % 7, "name": job}]
 
 
 def add_stacks(trace, job):

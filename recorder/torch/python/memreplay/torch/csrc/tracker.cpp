@@ -32,9 +32,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "memreplay_record_loader.h"
@@ -110,7 +107,8 @@ uint32_t pool_of(memreplay_recorder* recorder, const Entry& entry) {
     if (count == kMaxPools) return 0;
     pools[count++] = {first, second};
     const std::string id = std::to_string(count), torch_id = std::to_string(first) + "," + std::to_string(second);
-    const char* kv[] = {"pool", id.c_str(), "torch_pool_id", torch_id.c_str(), "kind", second == 0 ? "graph" : "mempool"};
+    const char* kv[] = {"pool",           id.c_str(), "torch_pool_id",
+                        torch_id.c_str(), "kind",     second == 0 ? "graph" : "mempool"};
     g_api.annotate(recorder, static_cast<uint32_t>(entry.device_), kv, 3);
     return static_cast<uint32_t>(count);
   } else {
@@ -239,14 +237,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("open", &open_trace, "Create a trace; returns a handle", py::arg("path"), py::arg("header"),
         py::arg("events_per_chunk"), py::arg("flush_interval_ms"), py::arg("thread_buffer_events"));
   m.def("attach", &attach, "Attach the trace tracker to PyTorch's CUDA caching allocator");
-  m.def("set_current", [](uintptr_t handle) { g_current.store(as_recorder(handle), std::memory_order_release); },
-        "The recording the tracker feeds (0: none)");
-  m.def("record",
-        [](uintptr_t handle, uint32_t kind, uint32_t device, uint64_t stream, uint64_t address, uint64_t size,
-           uint32_t flags, uint64_t aux) {
-          return g_api.record(as_recorder(handle), kind, device, stream, address, size, flags, aux, 0) != 0;
-        },
-        "Record one event from Python (state at start, empty_cache)");
+  m.def(
+      "set_current", [](uintptr_t handle) { g_current.store(as_recorder(handle), std::memory_order_release); },
+      "The recording the tracker feeds (0: none)");
+  m.def(
+      "record",
+      [](uintptr_t handle, uint32_t kind, uint32_t device, uint64_t stream, uint64_t address, uint64_t size,
+         uint32_t flags, uint64_t aux) {
+        return g_api.record(as_recorder(handle), kind, device, stream, address, size, flags, aux, 0) != 0;
+      },
+      "Record one event from Python (state at start, empty_cache)");
   m.def("annotate",
         [](uintptr_t handle, uint32_t device, const std::vector<std::pair<std::string, std::string>>& metadata) {
           std::vector<const char*> kv;
@@ -257,17 +257,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           return g_api.annotate(as_recorder(handle), device, kv.data(), metadata.size()) != 0;
         });
   // Flushing and closing wait for the writer thread, which may need the GIL to symbolize stacks.
-  m.def("flush", [](uintptr_t handle) { return g_api.flush(as_recorder(handle)) != 0; },
-        py::call_guard<py::gil_scoped_release>());
-  m.def("close",
-        [](uintptr_t handle) {
-          memreplay_stats s{};
-          {
-            py::gil_scoped_release release;
-            g_api.close(as_recorder(handle), &s);
-          }
-          return stats_of(s);
-        });
+  m.def(
+      "flush", [](uintptr_t handle) { return g_api.flush(as_recorder(handle)) != 0; },
+      py::call_guard<py::gil_scoped_release>());
+  m.def("close", [](uintptr_t handle) {
+    memreplay_stats s{};
+    {
+      py::gil_scoped_release release;
+      g_api.close(as_recorder(handle), &s);
+    }
+    return stats_of(s);
+  });
   m.def("stats", [](uintptr_t handle) {
     memreplay_stats s{};
     g_api.get_stats(as_recorder(handle), &s);

@@ -1,0 +1,1 @@
+#include "proto/trace_sink.h"

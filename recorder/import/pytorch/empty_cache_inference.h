@@ -1,0 +1,70 @@
+// Finds the torch.cuda.empty_cache() calls in a PyTorch trace, which records none: the call only
+// shows as the segment_free / segment_unmap entries it causes.
+//
+// Rule 0, where the snapshot recorded stacks (frames on its entries, _record_memory_history with
+// context): PyTorch records each segment_free with the context of the call that released it.
+// torch.cuda.empty_cache() gathers its own (a frame `empty_cache` of torch/cuda/memory.py); a
+// release-and-retry (or GC) inside malloc uses that malloc's context, which its segment_alloc and
+// alloc entries carry too. So a run whose first release names empty_cache is one, and a run whose
+// every release carries the stack of the next alloc is not; any other run goes to rules 1-3.
+//
+// Rule: a maximal run of consecutive segment_free/segment_unmap entries is an empty_cache when
+//   1. it releases EVERY cudaMalloc segment that is entirely free just before it (occupancy is
+//      tracked from the initial state through every alloc / free_completed), and
+//   2. no `oom` entry follows it before the next `alloc`;
+//   3. it is not a release-and-retry: the allocator of a run capped by
+//      set_per_process_memory_fraction frees its cached segments when a device allocation would
+//      pass the cap, then retries. Such a run is followed at once by that segment_alloc (or map),
+//      and the bytes reserved before the run plus that segment exceed the most the trace ever
+//      reserved (a cap is at least that much), which an empty_cache's next allocation does not do
+//      unless the empty_cache came at the very peak. The two look the same there; what tells them
+//      apart in practice is what came just before: empty_cache() is called between steps, after
+//      tensors were dropped (the run follows a free_requested / free_completed), while a retry
+//      happens inside an allocation in the middle of the work. So a run right after a free is an
+//      empty_cache.
+// The free_completed entries that empty_cache's stream synchronisation produces come before the
+// run and are ordinary trace events; the inferred empty_cache goes right before the first
+// release, so a replay sees those blocks completed, as the real call did.
+//
+// What this does not tell apart without stacks (rule 0 settles the first two where they exist):
+// - Garbage collection and release_available_cached_blocks release only some free segments, so
+//   rule 1 rejects them — unless the segments they release happen to be all the free ones.
+// - Rule 3 takes an empty_cache made at the reserved peak, not right after a free, and followed at
+//   once by a device allocation, for a retry; and a retry right after a free for an empty_cache
+//   (the replay then calls empty_cache where the allocator retried: the same segments go, one
+//   num_alloc_retries less). A retry forced by a cudaMalloc that failed below the highest reserved
+//   level (another process took the memory) looks like an empty_cache.
+// - An empty_cache with nothing to release leaves no trace at all and cannot be inferred.
+// - Expandable segments: unmaps only need rule 2 (recent PyTorch's GC and
+//   release_available_cached_blocks skip expandable segments, so only empty_cache and the OOM
+//   path unmap); rule 1 still applies to the cudaMalloc segments of the same run.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "proto/event.h"
+#include "proto/frame_text.h"
+#include "recorder/import/pytorch/allocator_state.h"
+
+namespace memreplay {
+
+// The stacks a snapshot recorded, for rule 0: the stack id of entry i (0: none), and whether a
+// stack holds torch.cuda.empty_cache's frame.
+struct EntryStacks {
+  std::function<uint32_t(size_t)> of_entry;
+  std::function<bool(uint32_t)> calls_empty_cache;
+};
+
+// Whether a snapshot's frames list comes from torch.cuda.empty_cache().
+bool is_empty_cache_stack(std::span<const FrameText> frames);
+
+// Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
+// of each run inferred to be an empty_cache, ascending. `stacks`: null where none were recorded.
+// `done`: see TraceWindowDone.
+std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
+                                      const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {});
+
+}  // namespace memreplay

@@ -1,1 +1,0 @@
-#include "recorder/import/trace_sink.h"

@@ -1,0 +1,291 @@
+// Calibration of SimAsyncPool (H200, driver 580.159.04), against two references, in 32 MiB chunks:
+//   live    max_memory_reserved (= ReservedMemHigh) of the live backend:cudaMallocAsync runs,
+//           runs/WORKLOAD.asyncpool.json (PyTorch 2.11, with the model's GPU work in between);
+//   replay  ReservedMemHigh of the real pool replaying the same trace with cuda_async on
+//           CudaDevice (tools/gpu/check.sh, 2026-11-30: no GPU work, frees complete at once).
+// "requested" is requested_bytes.all.peak of runs/WORKLOAD.default.json; it equals the live
+// run's max_memory_allocated (= UsedMemHigh) to the byte in all five workloads, and the replay's
+// UsedMemCurrent equals our sum of requested bytes (CudaDevice test): UsedMem is unrounded.
+//
+//   workload              requested (chunks)   live  replay  model  model-live  (before: model  model-live)
+//   gpt2_generate          1,040,812,880 (31.0)   35     39     34    -32 MiB             33    -64 MiB
+//   gpt2_train             7,701,353,160 (229.5) 248    258    248      0 MiB            247    -32 MiB
+//   multistream_pipeline     468,402,176 (14.0)   15     17     15      0 MiB             16    +32 MiB
+//   resnet50_train         3,192,592,912 (95.1)   97    100     98    +32 MiB             96    -32 MiB
+//   vit_infer_varbatch     1,042,736,032 (31.1)   37     51     37      0 MiB             33   -128 MiB
+// "model" is this model since issue 10: requests of 2 MiB or more rounded up to whole MiBs. Every
+// workload is within one chunk (and 3%) of its live run; "before" is the model without that
+// rounding (-11% to +7%).
+//
+// What the data fixed (every peak above is a whole number of 32 MiB; the replay's placements,
+// dumped by the CudaPoolProbe test, show the rest): growth by 32 MiB chunks at the top of one
+// address range, an allocation spanning chunks and extending the free memory at the top (a first
+// request of 147.2 MiB reserves 160 MiB; a later 25.3 MiB one starts in the last chunk's free
+// tail); 512-byte alignment (2,880 bytes take 3,072, 1 byte takes 512); placements in address
+// order while nothing is freed.
+// What it does not model: the driver reuses a block just freed on the same stream as it is (an
+// exact-size block before a larger merged range) and merges freed neighbours only later, which
+// leaves more fragments: the replay's peaks are 3% to 38% above the live ones and the model's.
+// The live runs sit between the model and the replay because there the frees complete while the
+// GPU works. Variants tried against the live peaks (chunk errors in the order above, sum |error|):
+//     this model (best fit, 512-byte alignment):                             -2 -1 +1 -1 -4    (9)
+//     first fit instead of best fit:                                         -2 -1  0  0 -4    (7)
+//     1 MiB rounding of requests >= 1 MiB:                                   -1  0  0 +1 -3    (5)
+//     requests < 1 MiB in chunks of their own:                               -1 -1 +2  0 +1    (5)
+//     2 MiB rounding of requests >= 2 MiB:                                   +1 +6  0 +5 +2   (14)
+//     each chunk on its own, requests > 32 MiB in chunks rounded up:         +1 -2 +1 +11 +7  (22)
+//     new chunks never joined to the top free range:                         -2 +20 0 -1 -5   (28)
+//     free 2 MiB pages remapped to the top before growing (NVIDIA's blog):   -3 -16 0 -1 -5   (25)
+//     first fit, blocks freed on a stream kept apart (merged among themselves) and reused first
+//     until a request fits nowhere, then merged:                            +3 +54 +2 0 +16  (75)
+//       (against the replay: -1 +44 0 -3 +2 (50); this model: -6 -11 -1 -4 -18 (40))
+// Issue 10 searched a grid of these rules together (best / first / worst fit; requests under
+// 256 KiB to 2 MiB in chunks of their own; 512 KiB to 2 MiB rounding from 1 or 2 MiB up) against
+// the live peaks, in chunks:
+//     best fit, 1 MiB rounding of requests >= 2 MiB (this model):            -1  0  0 +1  0    (2)
+//     first fit, 1 MiB rounding of requests >= 1 MiB:                        -1 -1  0 +2 -1    (5)
+//     first fit, < 1 MiB apart, 1 MiB rounding of requests >= 1 MiB:         0  0 +1 +2 -1    (4)
+//     best fit, < 1 MiB apart:                                               -1  0 +2  0 -3    (6)
+// Five traces fix one rule out of some hundred candidates: the fit is to these workloads, and the
+// error against a workload unlike them is not known (the replayed real pool is still 4-38% above).
+#include "replayer/sim/sim_async_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace memreplay {
+namespace {
+
+uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
+
+}  // namespace
+
+SimAsyncPool::SimAsyncPool(uint64_t base_address) : base_(base_address), end_(base_address) {}
+
+std::optional<uint64_t> SimAsyncPool::allocate(uint64_t bytes, StreamId stream, uint64_t growth_room) {
+  const uint64_t span = bytes >= kLargeRequestBytes ? round_up(bytes, kLargeRounding)
+                                                    : round_up(std::max<uint64_t>(bytes, 1), kAlignment);
+  Piece* range = best_fit(span, stream);
+  if (range == nullptr) [[unlikely]] {
+    if (!grow(span, stream, growth_room)) return std::nullopt;
+    range = best_fit(span, stream);
+    if (range == nullptr) throw std::logic_error("SimAsyncPool: the pool grew but does not hold the allocation");
+  }
+  // The allocation takes the range's front: the whole range, or a new piece before what is left.
+  Piece* taken = range;
+  if (range->size == span) {
+    by_size_.erase(range);
+    if (range->stream != kAnyStream) --owned_ranges_;
+  } else {
+    taken = pieces_.insert_before(range);
+    taken->address = range->address;
+    taken->size = span;
+    reshape(range, range->address + span, range->end(), range->free_seq);
+  }
+  taken->is_free = false;
+  taken->stream = stream;
+  taken->requested = bytes;
+  *live_.try_emplace(taken->address).first = taken;
+  used_ += bytes;
+  return taken->address;
+}
+
+SimAsyncPool::Piece* SimAsyncPool::best_fit(uint64_t span, StreamId stream) const {
+  // The best of the ranges every stream may use and those only this stream may use.
+  Piece* best = by_size_.best_fit(kAnyStream, span);
+  if (stream != kAnyStream && owned_ranges_ != 0) [[unlikely]] {
+    Piece* own = by_size_.best_fit(stream, span);
+    if (own != nullptr &&
+        (best == nullptr || std::pair(own->size, own->address) < std::pair(best->size, best->address)))
+      best = own;
+  }
+  return best;
+}
+
+bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
+  // Map whole chunks at the top of the pool; a free range that ends there (if this stream may
+  // use it) grows with them, so that only the shortfall is new memory.
+  uint64_t tail = 0;
+  StreamId owner = kAnyStream;
+  if (const Piece* last = pieces_.last(); last != nullptr && last->is_free && last->end() == end_ &&
+                                          (last->stream == kAnyStream || last->stream == stream)) {
+    tail = last->size;
+    owner = last->stream;
+  }
+  const uint64_t bytes = round_up(span - tail, kChunkBytes);
+  if (bytes > growth_room) return false;
+  for (uint64_t chunk = end_; chunk < end_ + bytes; chunk += kChunkBytes) chunks_.insert(chunk);
+  Piece* fresh = pieces_.insert_before(nullptr);
+  fresh->address = end_;
+  fresh->size = bytes;
+  fresh->stream = owner;
+  fresh->is_free = true;
+  if (owner != kAnyStream) ++owned_ranges_;
+  merge_free(fresh);
+  end_ += bytes;
+  reserved_ += bytes;
+  ++grow_count_;
+  return true;
+}
+
+bool SimAsyncPool::free(uint64_t address) {
+  const std::optional<Piece*> taken = live_.take(address);
+  if (!taken) return false;
+  Piece* piece = *taken;
+  used_ -= piece->requested;
+  // With opportunistic or internal-dependency reuse, other streams may take it at once (no GPU
+  // work is pending in a replay); otherwise only its stream, until a dependency or a sync.
+  if (config_.reuse_allow_opportunistic || config_.reuse_allow_internal_dependencies)
+    piece->stream = kAnyStream;
+  else
+    ++owned_ranges_;
+  piece->is_free = true;
+  piece->requested = 0;
+  piece->free_seq = ++seq_;
+  merge_free(piece);
+  return true;
+}
+
+void SimAsyncPool::merge_free(Piece* piece) {
+  Piece* before = piece->prev;
+  Piece* after = piece->next;
+  const bool joins_before =
+      before != nullptr && before->is_free && before->stream == piece->stream && before->touches(*piece);
+  const bool joins_after =
+      after != nullptr && after->is_free && after->stream == piece->stream && piece->touches(*after);
+  if (!joins_before && !joins_after) {
+    by_size_.insert(piece);
+    return;
+  }
+  // A neighbour already in the index takes the union; `piece` (in no index) goes.
+  uint64_t start = piece->address;
+  uint64_t end = piece->end();
+  uint64_t free_seq = piece->free_seq;
+  if (joins_before) {
+    start = before->address;
+    free_seq = std::max(free_seq, before->free_seq);
+  }
+  if (joins_after) {
+    end = after->end();
+    free_seq = std::max(free_seq, after->free_seq);
+  }
+  Piece* kept = joins_after ? after : before;
+  if (joins_after && joins_before) remove_free(before);
+  if (piece->stream != kAnyStream) --owned_ranges_;
+  pieces_.remove(piece);
+  reshape(kept, start, end, free_seq);
+}
+
+void SimAsyncPool::reshape(Piece* range, uint64_t start, uint64_t end, uint64_t free_seq) {
+  by_size_.erase(range);
+  range->address = start;
+  range->size = end - start;
+  range->free_seq = free_seq;
+  by_size_.insert(range);
+}
+
+void SimAsyncPool::remove_free(Piece* range) {
+  by_size_.erase(range);
+  if (range->stream != kAnyStream) --owned_ranges_;
+  pieces_.remove(range);
+}
+
+void SimAsyncPool::share(Piece* range) {
+  by_size_.erase(range);
+  --owned_ranges_;
+  range->stream = kAnyStream;
+  merge_free(range);
+}
+
+void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+  if (!is_wait) {
+    events_[event_id] = {stream, seq_};
+    return;
+  }
+  const auto event = events_.find(event_id);
+  if (event == events_.end() || !config_.reuse_follow_event_dependencies) return;
+  const auto [source, seq] = event->second;
+  if (source == stream) return;
+  // Ranges `source` freed before the record are now ordered before `stream`'s work. Sharing one
+  // merges it only with ranges every stream may use, never with another of `source`'s.
+  for (Piece* range : stream_owned_ranges())
+    if (range->stream == source && range->free_seq <= seq) share(range);
+}
+
+void SimAsyncPool::synchronize() {
+  share_all_free();
+  if (reserved_ > config_.release_threshold) release_free_chunks(config_.release_threshold);
+}
+
+void SimAsyncPool::trim(uint64_t keep_bytes) {
+  share_all_free();
+  release_free_chunks(keep_bytes);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const uint64_t chunk : chunks_) {
+    if (!ranges.empty() && ranges.back().second == chunk)
+      ranges.back().second += kChunkBytes;
+    else
+      ranges.emplace_back(chunk, chunk + kChunkBytes);
+  }
+  return ranges;
+}
+
+std::vector<SimAsyncPool::FreeRangeView> SimAsyncPool::free_ranges() const {
+  std::vector<FreeRangeView> ranges;
+  for (const Piece* piece = pieces_.first(); piece != nullptr; piece = piece->next)
+    if (piece->is_free) ranges.push_back({piece->address, piece->end(), piece->stream});
+  return ranges;
+}
+
+std::vector<SimAsyncPool::Piece*> SimAsyncPool::stream_owned_ranges() const {
+  std::vector<Piece*> owned;
+  if (owned_ranges_ == 0) return owned;
+  owned.reserve(owned_ranges_);
+  by_size_.for_each([&](Piece* range) {
+    if (range->stream != kAnyStream) owned.push_back(range);
+  });
+  return owned;
+}
+
+void SimAsyncPool::share_all_free() {
+  for (Piece* range : stream_owned_ranges()) share(range);
+}
+
+void SimAsyncPool::release_free_chunks(uint64_t keep_bytes) {
+  // Chunks that lie wholly inside a free range, highest address first: the ranges from the
+  // highest down, and in each its chunks from the top.
+  std::vector<Piece*> ranges;
+  by_size_.for_each([&](Piece* range) { ranges.push_back(range); });
+  std::sort(ranges.begin(), ranges.end(), [](const Piece* a, const Piece* b) { return a->address > b->address; });
+  for (Piece* range : ranges) {
+    const uint64_t lowest = base_ + round_up(range->address - base_, kChunkBytes);
+    for (uint64_t top = base_ + (range->end() - base_) / kChunkBytes * kChunkBytes; top >= lowest + kChunkBytes;
+         top -= kChunkBytes) {
+      if (reserved_ <= keep_bytes) return;
+      // Cut [chunk, top) out of the range: what lies above it becomes a piece of its own.
+      const uint64_t chunk = top - kChunkBytes;
+      if (top < range->end()) {
+        Piece* above = pieces_.insert_after(range);
+        above->address = top;
+        above->size = range->end() - top;
+        above->stream = range->stream;
+        above->free_seq = range->free_seq;
+        above->is_free = true;
+        if (above->stream != kAnyStream) ++owned_ranges_;
+        by_size_.insert(above);
+      }
+      chunks_.erase(chunk);
+      reserved_ -= kChunkBytes;
+      if (range->address == chunk) {
+        remove_free(range);
+        break;
+      }
+      reshape(range, range->address, chunk, range->free_seq);
+    }
+  }
+}
+
+}  // namespace memreplay

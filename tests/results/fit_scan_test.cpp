@@ -1,0 +1,46 @@
+// The capacity search that does not assume fitting is monotonic, on the real trace where it is not
+// (vit: the "fits in 1.06 GiB although 1.12 GB fails and 1.2 GB fits").
+#include <gtest/gtest.h>
+
+#include "replayer/replay_runner.h"
+#include "results/fit_scan.h"
+#include "tests/support/test_support.h"
+
+namespace memreplay {
+namespace {
+
+bool fits(const std::string& trace, uint64_t capacity) {
+  ReplayOptions o;
+  o.trace_path = trace;
+  o.capacity = capacity;
+  return !run_replay(o).oom_at_event;
+}
+
+TEST(FitScan, FindsBothAnswersWhereFittingIsNotMonotonic) {
+  ReplayOptions o;
+  o.trace_path = testing::imported_trace("vit_infer_varbatch.default");
+  const auto scan = results::scan_min_capacity(o, 1 << 20, 32);
+  EXPECT_FALSE(scan.monotonic);
+  EXPECT_LT(scan.smallest_fit_bytes, scan.largest_fail_bytes);
+  EXPECT_GT(scan.fits_above_bytes, scan.largest_fail_bytes);
+  // Each answer is what a replay at that capacity does.
+  EXPECT_TRUE(fits(o.trace_path, scan.smallest_fit_bytes));
+  EXPECT_FALSE(fits(o.trace_path, scan.largest_fail_bytes));
+  EXPECT_TRUE(fits(o.trace_path, scan.fits_above_bytes));
+  // Every tested capacity from fits_above up fits.
+  for (const auto& p : scan.probes)
+    if (p.capacity >= scan.fits_above_bytes) EXPECT_TRUE(p.fits) << p.capacity;
+}
+
+TEST(FitScan, MonotonicTraceGivesOneAnswer) {
+  ReplayOptions o;
+  o.trace_path = testing::imported_trace("multistream_pipeline.default");
+  o.policy_spec = "pytorch:expandable_segments:True";
+  const auto scan = results::scan_min_capacity(o, 1 << 20, 16);
+  EXPECT_TRUE(scan.monotonic);
+  EXPECT_EQ(scan.smallest_fit_bytes, scan.fits_above_bytes);
+  EXPECT_LE(scan.smallest_fit_bytes - scan.largest_fail_bytes, 1u << 20);
+}
+
+}  // namespace
+}  // namespace memreplay

@@ -1,0 +1,33 @@
+#include "tests/support/cli_run.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace memreplay::testing {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CliRun run_shell(const std::string& command, const std::filesystem::path& scratch_dir) {
+  const std::string err_path = scratch_dir.empty() ? "" : (scratch_dir / "stderr.txt").string();
+  const std::string line = command + (err_path.empty() ? " 2>&1" : " 2>'" + err_path + "'");
+  CliRun run;
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) run.out.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  if (!err_path.empty()) run.err = slurp(err_path);
+  return run;
+}
+
+}  // namespace memreplay::testing

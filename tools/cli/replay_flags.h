@@ -1,0 +1,37 @@
+// The CLI side of ReplayOptions (replayer/replay_options.h): the flags replay, compare and fit
+// share bound straight into it, and the tables those commands print.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "replayer/metrics.h"
+#include "replayer/replay_options.h"
+
+namespace memreplay::cli {
+
+// TRACE, --device, --capacity, --trace-device, --lenient, --keep-going, --time-operations into
+// `options`, which must outlive the parse. --policy is each command's own.
+void add_replay_flags(CLI::App& command, ReplayOptions& options);
+// add_replay_flags, a repeatable --policy into `policies` and --json into `json`: the flags of a
+// command that replays one trace under several policies (compare, report).
+void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
+                           const std::string& policy_help, std::string& json, const std::string& json_what);
+
+// A trace without its footer (cut off mid-write) is refused unless `allowed`: an InputError naming
+// the trace, why it is incomplete and `consequence` (what is not done, and the flag that does it).
+void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
+
+// Warnings for options that would silently do nothing: garbage_collection_threshold without a cap,
+// per_process_memory_fraction next to --capacity (which wins), a --trace-device with no events.
+void warn_before_replay(const ReplayOptions& options);
+void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
+
+// One metrics row as the table the replay and compare commands print.
+void print_metrics_table(const std::vector<ReplayMetrics>& rows);
+// The per-operation latencies of a --time-operations replay; nothing without them.
+void print_latency_table(const ReplayMetrics& m);
+
+}  // namespace memreplay::cli
