@@ -1,4 +1,4 @@
-// The `memreplay` policy against its targets (issue 11), on every shared trace:
+// The `memreplay` policy against its targets, on every real trace:
 //   reserved peak          <= 1.02 x requested peak
 //   smallest fitting cap   <= 1.01 x requested peak
 //   device calls           <= those of PyTorch's default allocator (cudaMalloc + map, cudaFree + unmap)
@@ -25,13 +25,13 @@ namespace memreplay {
 namespace {
 
 // Measured on 2026-12-02 (README, "The memreplay policy"), with a little headroom. The smallest
-// fitting capacity meets 1.01 on all nine since the footprint placement under a cap (fourth session).
+// fitting capacity meets 1.01 on all nine with the footprint placement under a cap.
 // Calls: an online allocator that must stay under 1.02 x an unknown peak can map at most 2% above
 // its high-water mark, so it pays at least the growth bound below. Where that bound is above
 // PyTorch's calls (gpt2_generate, vit) the target cannot be met; on gpt2_train it can but is not
 // (growth maps in steps of about one activation): the ceilings below are the measured figures
-// (sixth session: placements among cached runs, shortest run first, reclaims down to the line),
-// so that a regression fails. vit_infer_varbatch.emptycache meets it since the fifth session.
+// (placements among cached runs, shortest run first, reclaims down to the line),
+// so that a regression fails. vit_infer_varbatch.emptycache meets it.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
     {"gpt2_generate.default", 1.30}, {"gpt2_train.capped", 1.01},          {"gpt2_train.default", 1.01},

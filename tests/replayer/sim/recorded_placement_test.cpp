@@ -116,7 +116,7 @@ TEST(RecordedPlacement, ReservationsStepOverRecordedSegments) {
   EXPECT_TRUE(*big >= recorded + 32 * kMiB || *big + 128 * kMiB <= recorded);
 }
 
-// The snapshot torch 2.11 wrote on the H200 (issue 12's run: 5 Adam steps of 8 Linear(2048, 2048),
+// The snapshot torch 2.11 wrote on the H200 (5 Adam steps of 8 Linear(2048, 2048),
 // one empty_cache; docs/gpu-results-2026-12-01-memory-viz). Its host mappings (the history ring
 // buffer growing) put segments where the placement model does not, and a tie between two free
 // 4 MiB blocks at event 62 goes the other way: the model alone replays to 765,460,480 bytes and 60
