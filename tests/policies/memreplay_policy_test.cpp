@@ -6,7 +6,7 @@
 // measured figure as a ceiling (so that a regression fails) and that the target is still missed
 // (so that the list stays true); kKnownCallsGaps lists them. It prints floor / PyTorch / memreplay
 // and a verdict for each trace: "impossible" where even the floor with one page of rounding slack
-// is above PyTorch's calls (tests/support/growth_bound.h, docs/memreplay-policy-calls.md).
+// is above PyTorch's calls (tests/support/growth_bound.h, docs/memreplay-policy.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -192,7 +192,7 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
   // The floor in growth calls (tests/support/growth_bound.h). The strict one assumes mapped
   // bytes <= 1.02 x the live high-water mark at every moment; a policy that maps whole 2 MiB pages
   // does not keep that early on (on resnet50_train the tip mapped 1088 MiB at H = 1059.6 MiB,
-  // 1.0268 x, docs/memreplay-policy-calls.md section 7), so only the floor with one page of slack
+  // 1.0268 x, docs/memreplay-policy.md), so only the floor with one page of slack
   // at every moment is a lower bound for ours; both are printed.
   const std::vector<uint64_t> live = testing::live_curve(read_lifetimes(options.trace_path));
   const uint64_t bound = testing::min_growth_calls(live);
