@@ -10,7 +10,10 @@ namespace memreplay::cli {
 // add_NAME_command. One list: main() adds them all from it.
 #define MEMREPLAY_SUBCOMMANDS(X) \
   X(record)                      \
-  X(import) X(info) X(validate) X(replay) X(compare) X(fit) X(check) X(advise) X(export) X(report) X(bound) X(policies)
+  X(import)                      \
+  X(info)                        \
+  X(validate)                    \
+  X(replay) X(compare) X(fit) X(check) X(advise) X(export) X(report) X(bound) X(sweep) X(sweep_summary) X(policies)
 
 #define MEMREPLAY_DECLARE_SUBCOMMAND(name) void add_##name##_command(CLI::App& app);
 MEMREPLAY_SUBCOMMANDS(MEMREPLAY_DECLARE_SUBCOMMAND)
