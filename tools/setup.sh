@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
           nlohmann-json3-dev libabsl-dev
-          chromium python3)  # chromium, python3: the report's browser tests
+          chromium python3  # chromium, python3: the report's browser tests
+          python3-distributed python3-pytest python3-pandas  # memreplay.dask's tests (tests/python/dask)
+          slurm-wlm munge)  # tools/slurm/test_single_node.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
