@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
           nlohmann-json3-dev libabsl-dev
-          chromium python3)  # chromium, python3: the report's browser tests
+          chromium python3  # chromium, python3: the report's browser tests
+          python3-dev python3-venv python3-setuptools python3-pip pybind11-dev python3-pytest
+          python3-pandas)  # the Python package (tools/test_python.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,7 +26,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# The Python module for the system Python, the one tools/test_python.sh installs the package for.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3
 cmake --build build
 
 # The main job, on a bundled real trace: import it, summarize it, compare policies.
