@@ -28,6 +28,11 @@ struct ReplayOptions {
   // Place cudaMallocs where the trace recorded them while the replay makes the trace's own calls
   // (replayer/recorded_placement.h). run_replay replays again without, when a replay left them.
   bool follow_recorded_placement = true;
+  // For a trace that starts mid-run (kPreexisting events): replay only the run's own allocations,
+  // from an empty pool: the starting segments and the blocks live then are left out (a free of
+  // such a block is no error). The reserved memory then does not depend on what was allocated or
+  // cached before the recording began (the pytest plugin's limits).
+  bool from_empty_pool = false;
 };
 
 }  // namespace memreplay

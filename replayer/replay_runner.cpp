@@ -60,6 +60,34 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   return metrics;
 }
 
+std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
+  std::vector<std::string> warnings;
+  const std::string& spec = options.policy_spec;
+  const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
+  if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)
+    warnings.push_back(spec +
+                       ": garbage_collection_threshold acts only under a per-process limit; without --capacity (or "
+                       "per_process_memory_fraction) it changes nothing");
+  if (fraction && options.capacity)
+    warnings.push_back(spec +
+                       ": per_process_memory_fraction is ignored when --capacity is given (the capacity is the limit)");
+  return warnings;
+}
+
+std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m) {
+  if (m.events != 0 || m.oom_at_event) return std::nullopt;  // (an OOM in the starting state stops before any event)
+  return options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
+         " (see `memreplay info` for the devices it has); every number below is 0";
+}
+
+void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {
+  if (allowed) return;
+  TraceReader reader(trace);
+  if (!reader.complete())
+    throw InputError(trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") + "); " +
+                     consequence);
+}
+
 ReplayMetrics run_uncapped_replay(const ReplayOptions& options) {
   ReplayOptions uncapped = options;
   uncapped.capacity.reset();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "policies/device.h"
 #include "policies/policy.h"
@@ -28,6 +29,17 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
 // policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
 // replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
 ReplayMetrics run_replay(const ReplayOptions& options);
+
+// What to tell the user before a replay, one line each, for options that would silently do
+// nothing: garbage_collection_threshold without a cap, per_process_memory_fraction next to a
+// capacity (which wins).
+std::vector<std::string> replay_warnings_before(const ReplayOptions& options);
+// ... and after it: a trace device with no alloc or free events.
+std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m);
+
+// A trace without its footer (cut off mid-write) is refused unless `allowed`: an InputError naming
+// the trace, why it is incomplete and `consequence` (what is not done, and how to do it anyway).
+void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
 
 // run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
 // Throws InputError when even that runs out of memory.

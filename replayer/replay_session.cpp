@@ -55,9 +55,16 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
   if (event.kind == EventKind::free_completed) [[likely]]
     return on_free(event, trace_index);
   switch (event.kind) {
-    case EventKind::alloc: on_preexisting_alloc(event, trace_index); break;
+    case EventKind::alloc:  // a block live when the trace began
+      if (!options_.from_empty_pool)
+        on_preexisting_alloc(event, trace_index);
+      else if (event.size != 0)
+        unreplayed_blocks_.insert(event.address);  // not this run's allocation: left out, with its free
+      break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
+      if (options_.from_empty_pool && event.has_flag(kPreexisting)) break;  // the starting pool: left out
+      [[fallthrough]];
     case EventKind::segment_free:
     case EventKind::segment_unmap: on_segment(event, trace_index); break;
     case EventKind::empty_cache:
@@ -109,7 +116,7 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   ++metrics_.events;
   const std::optional<LiveBlock> taken = live_.take(event.address);
   if (!taken) {
-    if (failed_allocations_.erase(event.address) != 0) return;  // its alloc OOMed in this replay
+    if (unreplayed_blocks_.erase(event.address) != 0) return;  // its alloc OOMed, or it was left out
     inconsistent(trace_index, "free_completed of " + hex_address(event.address) + ", which is not a live block");
     return;
   }
@@ -223,7 +230,7 @@ void ReplaySession::record_oom(const Event& event, uint64_t index, uint64_t trac
     metrics_.oom_request_bytes = event.size;
     metrics_.oom_stack = event.stack;
   }
-  failed_allocations_.insert(event.address);
+  unreplayed_blocks_.insert(event.address);
   if (!options_.continue_after_oom) stopped_ = true;
 }
 

@@ -112,7 +112,9 @@ class ReplaySession {
   Timeline timeline_;
   // Open addressing: the per-event lookups are the engine's hot path (the policies' map).
   detail::AddressMap<LiveBlock> live_;  // trace address -> block
-  absl::flat_hash_set<uint64_t> failed_allocations_;  // trace addresses whose alloc OOMed
+  // Trace addresses of blocks this replay does not hold, whose frees are no error: their alloc OOMed,
+  // or (from_empty_pool) they were live before the trace began.
+  absl::flat_hash_set<uint64_t> unreplayed_blocks_;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
   uint64_t allocated_ = 0;
   uint64_t requested_ = 0;

@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "proto/event.h"
 #include "proto/frame_text.h"
 
@@ -119,5 +121,9 @@ struct TraceSummary {
   std::vector<DeviceSummary> devices;
 };
 TraceSummary summarize_trace(TraceReader& reader, size_t top_stacks = 10);
+
+// summarize_trace with the header, as `memreplay info --json` writes it (and memreplay's
+// Trace.info() returns): `path` names the trace.
+nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path);
 
 }  // namespace memreplay

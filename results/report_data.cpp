@@ -74,6 +74,11 @@ size_t events_in(const std::string& trace) {
 
 }  // namespace
 
+const std::vector<std::string>& default_report_policies() {
+  static const std::vector<std::string> policies = {"pytorch", "pytorch:expandable_segments:True"};
+  return policies;
+}
+
 nlohmann::json build_report_data(const ReplayOptions& base_options, const std::vector<std::string>& policies) {
   ReplayOptions base = base_options;
   base.timeline_points = events_in(base.trace_path) + 1;  // one point per event: every value exact

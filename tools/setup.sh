@@ -9,7 +9,9 @@ packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler lib
           libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev liblzma-dev zlib1g-dev
           nlohmann-json3-dev libabsl-dev
           chromium python3  # chromium, python3: the report's browser tests
-          python3-distributed python3-pytest python3-pandas  # memreplay.dask's tests (tests/python/dask)
+          python3-dev python3-venv python3-setuptools python3-pip pybind11-dev python3-pytest
+          python3-pandas  # the Python package (tools/test_python.sh)
+          python3-distributed  # memreplay.dask's tests (tests/python/dask)
           slurm-wlm munge)  # tools/slurm/test_single_node.sh
 missing=()
 for p in "${packages[@]}"; do
@@ -26,7 +28,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# The Python module for the system Python, the one tools/test_python.sh installs the package for.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3
 cmake --build build
 
 # The main job, on a bundled real trace: import it, summarize it, compare policies.

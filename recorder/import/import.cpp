@@ -46,6 +46,22 @@ void import_file(const std::string& path, TraceSink& sink) {
   import_file_content(content.view(), path, sink);
 }
 
+TraceWriterOptions import_writer_options() {
+  // Enough to keep up with the encoding thread at zstd level 3 (a chunk's compression takes about
+  // as long as encoding it); the threads exist only while a chunk is being compressed.
+  constexpr uint32_t kCompressionThreads = 3;
+  // A snapshot's chunks are encoded and compressed while it is read where the output stage adds
+  // nothing to its entries (pytorch/chunks_ahead.h); otherwise encoding overlaps the output
+  // stage, and the chunks' zstd the encoding.
+  return {.background_encoding = true, .compression_threads = kCompressionThreads};
+}
+
+uint64_t import_to_trace_file(const std::string& input, const std::string& output) {
+  TraceWriter writer(output, import_writer_options());
+  import_file(input, writer);
+  return writer.events_appended();
+}
+
 void import_file_content(std::string_view content, const std::string& file, TraceSink& sink) {
   switch (detect_content_format(content, file)) {
     case InputFormat::pytorch_snapshot: import_pytorch_snapshot_pickle(content, file, sink); return;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "proto/trace_sink.h"
+#include "proto/trace_writer.h"
 
 namespace memreplay {
 
@@ -29,5 +30,12 @@ InputFormat detect_input_format(const std::string& path);
 void import_file(const std::string& path, TraceSink& sink);
 // The same for content already in memory (decompressed); `file` names it in errors.
 void import_file_content(std::string_view content, const std::string& file, TraceSink& sink);
+
+// The writer options of an import into a .mrt file (`memreplay import`, memreplay.load): the
+// events encoded on a thread of their own and chunks compressed on a few more.
+TraceWriterOptions import_writer_options();
+// import_file into a new .mrt file at `output` (replaced whole, or left absent on an error) with
+// import_writer_options(). Returns the number of events written.
+uint64_t import_to_trace_file(const std::string& input, const std::string& output);
 
 }  // namespace memreplay

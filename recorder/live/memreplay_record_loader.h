@@ -2,7 +2,7 @@
 // the trace format it writes checked against this header's copy, so that a program built against
 // one memreplay and handed the library of another fails at once with a clear message instead of
 // writing wrong event kinds. For programs that must not link the library: the PyTorch tracker
-// (recorder/torch/), record_bench (which measures the call exactly as the tracker makes it).
+// (python/memreplay/torch/), record_bench (which measures the call exactly as the tracker makes it).
 // Header-only C++, so that the tracker, compiled by torch against the user's torch, needs nothing
 // else of ours.
 #ifndef MEMREPLAY_RECORD_LOADER_H

@@ -8,6 +8,7 @@
 #include <future>
 
 #include <absl/container/flat_hash_map.h>
+#include <nlohmann/json.hpp>
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
@@ -181,6 +182,17 @@ void write_minimalloc_csv(const std::vector<Lifetime>& blocks, const std::string
     std::filesystem::remove(temporary, error);
     throw InputError(path + ": cannot write the MiniMalloc CSV");
   }
+}
+
+nlohmann::json to_json(const OfflineBound& b, const std::string& trace) {
+  return {{"trace", trace},
+          {"blocks", b.blocks},
+          {"events", b.events},
+          {"requested_peak", b.requested_peak},
+          {"rounded_peak", b.rounded_peak},
+          {"greedy_requested", b.greedy_requested},
+          {"greedy_rounded", b.greedy_rounded},
+          {"seconds", b.seconds}};
 }
 
 }  // namespace memreplay

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace memreplay {
 
 struct Lifetime {
@@ -50,6 +52,8 @@ struct OfflineBound {
   double seconds = 0;  // time to compute the placements
 };
 OfflineBound compute_bound(const std::vector<Lifetime>& blocks);
+// What `memreplay bound --json` writes (and memreplay.bound returns) for the bound of `trace`.
+nlohmann::json to_json(const OfflineBound& bound, const std::string& trace);
 
 // MiniMalloc's input CSV: "id,lower,upper,size" and one row per block. Written through a temporary
 // file renamed into place, so a failed write leaves nothing behind; InputError when it fails.

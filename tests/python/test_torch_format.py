@@ -1,7 +1,7 @@
 """memreplay.torch holds its copies of the trace format against libmemreplay_record.so.
 
 Run by tests/torch_package_test.cpp with MEMREPLAY_RECORD_LIB set to the library of this build and
-recorder/torch/python on PYTHONPATH; needs no torch.
+python/ on PYTHONPATH; needs no torch.
 """
 
 import ctypes

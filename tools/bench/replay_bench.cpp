@@ -2,6 +2,9 @@
 //   BM_ReplayGpt2Generate/<policy>   gpt2_generate.default (302,078 alloc + free_completed events),
 //                                    events in memory, engine + policy + SimDevice timed; items/s is
 //                                    replayed alloc/free events per second.
+//   BM_RunReplayGpt2Generate/<policy> the same trace as `memreplay replay` and memreplay.replay()
+//                                    replay it: run_replay on the .mrt file, reading and decoding
+//                                    it included (tools/bench/python_bench.py compares the two).
 //   BM_ReplaySynthetic100M           a synthetic 100M-event trace streamed from a .mrt file through
 //                                    the `pytorch` policy; max_rss_mb is the process's peak RSS.
 //
@@ -44,6 +47,22 @@ BENCHMARK_CAPTURE(BM_ReplayGpt2Generate, pytorch, std::string("pytorch"))->Unit(
 BENCHMARK_CAPTURE(BM_ReplayGpt2Generate, pytorch_expandable, std::string("pytorch:expandable_segments:True"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ReplayGpt2Generate, passthrough, std::string("passthrough"))->Unit(benchmark::kMillisecond);
+
+void BM_RunReplayGpt2Generate(benchmark::State& state, std::string policy_spec) {
+  ReplayOptions options;
+  options.trace_path = bench::gpt2_generate_trace();
+  options.policy_spec = policy_spec;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const ReplayMetrics m = run_replay(options);
+    events = m.events;
+    benchmark::DoNotOptimize(m.reserved_peak);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(events * state.iterations()));
+}
+BENCHMARK_CAPTURE(BM_RunReplayGpt2Generate, pytorch, std::string("pytorch"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RunReplayGpt2Generate, pytorch_expandable, std::string("pytorch:expandable_segments:True"))
+    ->Unit(benchmark::kMillisecond);
 
 // A long steady-state training-like loop: per step, 64 activations allocated then freed in reverse,
 // sizes from a fixed menu, one stream. Written in chunks so the generator stays small too.

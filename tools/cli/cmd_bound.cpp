@@ -39,16 +39,7 @@ void bound(const BoundOptions& options) {
                 format_bytes(b.greedy_rounded).c_str(), ratio(b.greedy_rounded), format_bytes(b.rounded_peak).c_str());
     std::printf("  %.3f s\n", b.seconds);
   }
-  if (!options.json.empty())
-    write_json({{"trace", options.trace},
-                {"blocks", b.blocks},
-                {"events", b.events},
-                {"requested_peak", b.requested_peak},
-                {"rounded_peak", b.rounded_peak},
-                {"greedy_requested", b.greedy_requested},
-                {"greedy_rounded", b.greedy_rounded},
-                {"seconds", b.seconds}},
-               options.json);
+  if (!options.json.empty()) write_json(to_json(b, options.trace), options.json);
 }
 
 }  // namespace

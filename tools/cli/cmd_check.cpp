@@ -1,20 +1,10 @@
 // memreplay check TRACE... --policy SPEC... --baseline FILE: the CI gate. Exit 0 when every
 // trace × policy is within its limits, 1 on a regression (each printed with its metric, baseline,
 // new value and limit), 2 on bad input. See results/check.h for the rules.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
-#include "results/check.h"
-#include "results/fit_scan.h"
-#include "results/replay_batch.h"
+#include "results/check_run.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
@@ -51,139 +41,35 @@ struct CheckOptions {
   std::string junit, markdown, json;
 };
 
-std::map<std::string, double> parse_tolerances(const std::vector<std::string>& specs) {
-  std::map<std::string, double> out;
-  for (const auto& spec : specs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos)
-      throw InputError("--tolerance " + spec + ": expected METRIC=VALUE, e.g. reserved_peak=2%");
-    const std::string name = spec.substr(0, eq);
-    results::check_metric(name);
-    std::string value = spec.substr(eq + 1);
-    const bool percent = !value.empty() && value.back() == '%';
-    if (percent) value.pop_back();
-    size_t used = 0;
-    double number = -1;
-    try {
-      number = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || number < 0)
-      throw InputError("--tolerance " + spec + ": expected a non-negative number or percentage");
-    out[name] = percent ? number / 100 : number;
-  }
-  return out;
-}
-
 void check(const CheckOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto tolerance_overrides = parse_tolerances(options.tolerances);
-  results::Limits limits;
-  if (!options.max_reserved.empty()) limits.max_reserved = parse_bytes(options.max_reserved, "--max-reserved");
-  if (options.max_overhead != 0) {
-    if (options.max_overhead < 1) throw InputError("--max-overhead: a ratio of reserved to requested peak, >= 1");
-    limits.max_overhead = options.max_overhead;
-  }
-  std::optional<uint64_t> capacity;
-  if (!options.capacity.empty()) capacity = parse_bytes(options.capacity, "--capacity"), limits.must_fit = true;
-  if (options.update_baseline && options.baseline.empty()) throw InputError("--update-baseline needs --baseline FILE");
-  if (options.baseline.empty() && !limits.max_reserved && !limits.max_overhead && !limits.must_fit)
-    throw InputError(
-        "nothing to check against: give --baseline FILE or a limit (--max-reserved, --max-overhead, "
-        "--capacity)");
+  results::CheckRequest request;
+  request.traces = options.traces;
+  request.policies = options.policies;
+  request.baseline = options.baseline;
+  request.update_baseline = options.update_baseline;
+  request.tolerances = results::parse_tolerances(options.tolerances);
+  if (!options.max_reserved.empty()) request.limits.max_reserved = parse_bytes(options.max_reserved, "--max-reserved");
+  if (options.max_overhead != 0) request.limits.max_overhead = options.max_overhead;
+  if (!options.capacity.empty()) request.capacity = parse_bytes(options.capacity, "--capacity");
+  request.fit = options.fit;
+  request.allow_incomplete = options.allow_incomplete;
+  request.device = options.device;
+  request.trace_device = options.trace_device;
+  request.lenient = options.lenient;
+  const results::CheckOutcome outcome = results::run_check(request);
 
-  results::Baseline baseline;
-  const bool compare_to_baseline = !options.baseline.empty() && !options.update_baseline;
-  if (!options.baseline.empty() && (compare_to_baseline || std::filesystem::exists(options.baseline)))
-    baseline = results::load_baseline(options.baseline);
-  if (compare_to_baseline && baseline.capacity != capacity)
-    throw InputError(
-        options.baseline + ": the baseline was made " +
-        (baseline.capacity ? "with --capacity " + format_bytes(*baseline.capacity) : "without --capacity") +
-        ", this check runs " + (capacity ? "with --capacity " + format_bytes(*capacity) : "without") +
-        " (the numbers would not compare)");
-  std::map<std::string, double> tolerances = baseline.tolerances;
-  for (const auto& [k, v] : tolerance_overrides) tolerances[k] = v;
-
-  // Everything that can be refused is refused before the first replay.
-  std::set<std::string> names;
-  std::vector<std::string> trace_names;
-  for (const auto& path : options.traces) {
-    const std::string name = results::trace_name(path);
-    if (!names.insert(name).second)
-      throw InputError(path + ": another trace of this check has the name '" + name + "' (baselines key by name)");
-    trace_names.push_back(name);
-    TraceReader reader(path);
-    if (!reader.complete() && !options.allow_incomplete)
-      throw InputError(path + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
-                       "); its numbers would be partial (--allow-incomplete to check it anyway)");
-    if (compare_to_baseline)
-      for (const auto& policy : options.policies)
-        if (!baseline.find(name, policy))
-          throw InputError(options.baseline + ": no entry for trace '" + name + "' with policy '" + policy +
-                           "' (run check --update-baseline to add it)");
-  }
-
-  std::vector<results::CheckCase> cases;
-  std::vector<results::BaselineEntry> fresh;
-  std::vector<ReplayOptions> bases;
-  for (const auto& path : options.traces) {
-    ReplayOptions base;
-    base.trace_path = path;
-    base.device_spec = options.device;
-    base.capacity = capacity;
-    base.trace_device = options.trace_device;
-    base.lenient = options.lenient;
-    bases.push_back(base);
-  }
-  // One pass over each trace for all policies; traces in parallel (a real GPU: one at a time).
-  const auto all_replays = results::replay_traces(bases, options.policies, options.device == "sim" ? 0 : 1);
-  for (size_t t = 0; t < options.traces.size(); ++t) {
-    const ReplayOptions& base = bases[t];
-    const auto& replays = all_replays[t];
-    for (size_t p = 0; p < options.policies.size(); ++p) {
-      const std::string& policy = options.policies[p];
-      const results::BaselineEntry* entry = compare_to_baseline ? baseline.find(trace_names[t], policy) : nullptr;
-      std::optional<uint64_t> min_fit;
-      if (options.fit || (entry && entry->values.count("min_fit_bytes"))) {
-        ReplayOptions probe = base;
-        probe.policy_spec = policy;
-        min_fit = results::scan_min_capacity(probe, 1 << 20, 16).smallest_fit_bytes;
-      }
-      const auto values = results::metric_values(replays.metrics[p], min_fit);
-      cases.push_back(results::evaluate_case(trace_names[t], policy, values, entry, tolerances, limits));
-      fresh.push_back({trace_names[t], policy, values});
-    }
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  size_t failures = 0;
-  for (const auto& c : cases) {
-    failures += c.failed();
+  const size_t failures = outcome.failures();
+  for (const auto& c : outcome.cases)
     for (const auto& f : c.findings)
       if (f.regression) std::fprintf(stderr, "REGRESSION %s\n", results::describe_finding(c, f).c_str());
-  }
   if (options.json != "-")
     std::printf("memreplay check: %zu of %zu trace × policy cases within their limits (%.2f s)%s\n",
-                cases.size() - failures, cases.size(), seconds, options.update_baseline ? "; baseline updated" : "");
-  if (options.update_baseline) {
-    results::Baseline updated = baseline;
-    updated.capacity = capacity;
-    updated.tolerances = tolerances;
-    for (const auto& e : fresh) {
-      auto it = std::find_if(updated.entries.begin(), updated.entries.end(),
-                             [&](const auto& old) { return old.trace == e.trace && old.policy == e.policy; });
-      if (it != updated.entries.end())
-        *it = e;
-      else
-        updated.entries.push_back(e);
-    }
-    results::save_baseline(updated, options.baseline);
-  }
-  if (!options.junit.empty()) write_file_atomically(options.junit, results::junit_xml(cases, seconds));
-  if (!options.markdown.empty()) write_file_atomically(options.markdown, results::markdown_summary(cases));
-  if (!options.json.empty()) write_json(results::check_result_json(cases, tolerances, capacity), options.json);
+                outcome.cases.size() - failures, outcome.cases.size(), outcome.seconds,
+                options.update_baseline ? "; baseline updated" : "");
+  if (!options.junit.empty()) write_file_atomically(options.junit, results::junit_xml(outcome.cases, outcome.seconds));
+  if (!options.markdown.empty()) write_file_atomically(options.markdown, results::markdown_summary(outcome.cases));
+  if (!options.json.empty())
+    write_json(results::check_result_json(outcome.cases, outcome.tolerances, outcome.capacity), options.json);
   // An update records the new numbers: it passes unless a plain limit fails.
   if (failures != 0) command_exit_status = 1;
 }

@@ -2,8 +2,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "policies/registry.h"
 #include "replayer/replay_runner.h"
+#include "results/compare.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"
@@ -20,44 +20,21 @@ constexpr const char* kHelp =
     "--policy pytorch:max_split_size_mb:64\n"
     "  memreplay compare run.mrt --policy all    # every registered policy";
 
-// Version of compare's JSON document (the "results" entries are replay's schema, kMetricsSchemaVersion).
-constexpr int kCompareSchemaVersion = 2;
-
 struct CompareOptions {
   ReplayOptions replay;  // policy_spec: each of `policies` in turn
   std::vector<std::string> policies;
   std::string json;
 };
 
-// No --policy, or `--policy all`: every registered policy with its default options (plugins
-// loaded with --plugin included), in the registry's order.
-std::vector<std::string> expand_policies(const std::vector<std::string>& asked) {
-  std::vector<std::string> specs;
-  for (const auto& spec : asked.empty() ? std::vector<std::string>{"all"} : asked) {
-    if (spec != "all") {
-      specs.push_back(spec);
-      continue;
-    }
-    for (const PolicyInfo& info : PolicyRegistry::instance().policies()) specs.push_back(info.name);
-  }
-  return specs;
-}
-
 void compare(const CompareOptions& options) {
   std::vector<ReplayMetrics> rows;
-  nlohmann::json all = nlohmann::json::array();
-  for (const auto& spec : expand_policies(options.policies)) {
+  for (const auto& spec : results::expand_policy_specs(options.policies)) {
     if (stderr_is_terminal()) std::cerr << "replaying with " << spec << "...\n";
     ReplayOptions replay = options.replay;
     replay.policy_spec = spec;
     warn_before_replay(replay);
     rows.push_back(run_replay(replay));
     if (rows.size() == 1) warn_after_replay(replay, rows.back());
-    nlohmann::json row = to_json(rows.back());
-    row["reserved_over_requested"] =
-        rows.back().requested_peak == 0 ? 1.0 : double(rows.back().reserved_peak) / double(rows.back().requested_peak);
-    row["failed"] = rows.back().oom_at_event.has_value();
-    all.push_back(std::move(row));
   }
   if (const auto warning = incomplete_warning(options.replay.trace_path, rows.front()))
     std::cerr << "memreplay: warning: " << *warning << "\n";
@@ -65,26 +42,7 @@ void compare(const CompareOptions& options) {
     print_metrics_table(rows);
     for (const auto& m : rows) print_latency_table(m);
   }
-  const ReplayOptions& r = options.replay;
-  const nlohmann::json document = {
-      {"schema", "memreplay-compare"},
-      {"schema_version", kCompareSchemaVersion},
-      {"metrics_schema_version", kMetricsSchemaVersion},
-      {"trace", r.trace_path},
-      {"capacity", r.capacity ? nlohmann::json(*r.capacity) : nlohmann::json(nullptr)},
-      {"options",
-       {{"device", r.device_spec},
-        {"trace_device", r.trace_device},
-        {"lenient", r.lenient},
-        {"keep_going", r.continue_after_oom},
-        {"time_operations", r.time_operations}}},
-      {"definitions",
-       {{"reserved_over_requested", "reserved_peak / requested_peak"},
-        {"fragmentation_at_peak", "1 - allocated/reserved at the moment reserved peaked"},
-        {"free_fragmentation_at_peak", "1 - largest free range / all free bytes at that moment"},
-        {"failed", "the replay ran out of memory: its numbers stop at oom_at_event"}}},
-      {"results", all}};
-  if (!options.json.empty()) write_json(document, options.json);
+  if (!options.json.empty()) write_json(results::compare_json(options.replay, rows), options.json);
 }
 
 }  // namespace

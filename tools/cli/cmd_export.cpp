@@ -1,9 +1,9 @@
 // memreplay export TRACE --to memory-viz|perfetto -o FILE: the trace in the viewers people use.
+#include <algorithm>
 #include <cstdio>
 
 #include "results/memory_viz_export.h"
 #include "results/perfetto_export.h"
-#include "results/replay_batch.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"
@@ -50,16 +50,10 @@ void export_trace(const ExportOptions& options) {
           out.segments_replayed_under.c_str());
     return;
   }
-  ReplayOptions base;
-  base.trace_path = options.trace;
-  base.trace_device = options.trace_device;
-  base.timeline_points = size_t{1} << 24;  // every event, up to 16M of them
-  const std::vector<std::string> policies =
-      options.policies.empty() ? std::vector<std::string>{"pytorch"} : options.policies;
-  const auto replays = results::replay_policies(base, policies);
-  write_file_atomically(options.output, results::export_perfetto(options.trace, options.trace_device, replays.metrics));
-  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(), policies.size(),
-              options.output.c_str());
+  write_file_atomically(options.output,
+                        results::export_perfetto_replays(options.trace, options.trace_device, options.policies));
+  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(),
+              std::max<size_t>(options.policies.size(), 1), options.output.c_str());
 }
 
 }  // namespace

@@ -5,9 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
-#include "results/fit_scan.h"
+#include "results/fit_result.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"
@@ -25,20 +24,6 @@ constexpr const char* kHelp =
     "  memreplay fit run.mrt --policy pytorch --policy pytorch:expandable_segments:True\n"
     "  memreplay fit run.mrt --policy pytorch --capacity 40GiB";
 
-nlohmann::json describe_oom(const ReplayMetrics& m, const std::string& trace) {
-  if (!m.oom_at_event) return nullptr;
-  nlohmann::json stack = nlohmann::json::array();
-  if (m.oom_stack != 0) {
-    TraceReader reader(trace);
-    for (const auto& f : reader.stack_frames(m.oom_stack))
-      stack.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
-  }
-  return {{"replay_event", *m.oom_at_event},
-          {"trace_event", *m.oom_trace_event},
-          {"request_bytes", *m.oom_request_bytes},
-          {"stack", stack}};
-}
-
 struct FitOptions {
   ReplayOptions replay;
   std::vector<std::string> policies;
@@ -53,12 +38,7 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
                                std::optional<std::string>& warning) {
   const ReplayMetrics m = run_replay(replay);
   if (!warning) warning = incomplete_warning(replay.trace_path, m);
-  const nlohmann::json result = {{"policy", replay.policy_spec},
-                                 {"complete", m.complete},
-                                 {"capacity", *replay.capacity},
-                                 {"fits", !m.oom_at_event},
-                                 {"oom", describe_oom(m, replay.trace_path)},
-                                 {"metrics", to_json(m)}};
+  const nlohmann::json result = results::fit_at_capacity_json(replay, m);
   all_fit = all_fit && !m.oom_at_event;
   if (print) {
     std::printf("%s at %s: %s\n", replay.policy_spec.c_str(), format_bytes(*replay.capacity).c_str(),
@@ -78,20 +58,8 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
 nlohmann::json search(const ReplayOptions& replay, uint64_t resolution, int grid, bool print,
                       std::optional<std::string>& warning) {
   const results::FitScan scan = results::scan_min_capacity(replay, resolution, grid);
-  nlohmann::json probes = nlohmann::json::array();
-  for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
   if (!warning) warning = incomplete_warning(replay.trace_path, scan.uncapped);
-  // The capacities first (what a script reads), then how they were found.
-  const nlohmann::json result = {{"policy", replay.policy_spec},
-                                 {"complete", scan.uncapped.complete},
-                                 {"min_fit_bytes", scan.smallest_fit_bytes},
-                                 {"fits_above_bytes", scan.fits_above_bytes},
-                                 {"max_fail_bytes", scan.largest_fail_bytes},
-                                 {"monotonic", scan.monotonic},
-                                 {"resolution_bytes", scan.resolution_bytes},
-                                 {"replays", scan.replays},
-                                 {"probes", probes},
-                                 {"uncapped", to_json(scan.uncapped)}};
+  const nlohmann::json result = results::fit_scan_json(replay, scan);
   if (!print) return result;
   if (scan.monotonic)
     std::printf("%s fits in %s (%llu bytes; fails at %s; %llu replays). Uncapped reserved peak: %s\n",
@@ -114,7 +82,7 @@ void fit(const FitOptions& options) {
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies.push_back(options.replay.policy_spec);
   const uint64_t resolution = parse_bytes(options.resolution, "--resolution");
-  nlohmann::json results = nlohmann::json::array();
+  std::vector<nlohmann::json> results;
   bool all_fit = true;
   std::optional<std::string> warning;
   for (const auto& spec : policies) {
@@ -125,12 +93,7 @@ void fit(const FitOptions& options) {
                                       : search(replay, resolution, options.grid, print, warning));
   }
   if (warning) std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
-  if (!options.json.empty()) {
-    // One policy: its object, as before; several: {"results": [...]}.
-    nlohmann::json out = results.size() == 1 ? results[0] : nlohmann::json{{"results", results}};
-    out["schema_version"] = 2;
-    write_json(out, options.json);
-  }
+  if (!options.json.empty()) write_json(results::fit_json(results), options.json);
   if (!all_fit) command_exit_status = 1;
 }
 

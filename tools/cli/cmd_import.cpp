@@ -4,7 +4,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "proto/trace_writer.h"
 #include "recorder/import/import.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -20,10 +19,6 @@ constexpr const char* kHelp =
     "decoded without ever importing or calling Python code.\n"
     "  memreplay import snapshot.pickle.xz -o run.mrt";
 
-// Enough to keep up with the encoding thread at zstd level 3 (a chunk's compression takes about
-// as long as encoding it); the threads exist only while a chunk is being compressed.
-constexpr uint32_t kCompressionThreads = 3;
-
 struct ImportOptions {
   std::string input;
   std::string output;
@@ -33,20 +28,13 @@ struct ImportOptions {
 void import(const ImportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (stderr_is_terminal()) std::cerr << "importing " << options.input << "...\n";
-  // A snapshot's chunks are encoded and compressed while it is read where the output stage adds
-  // nothing to its entries (recorder/import/chunks_ahead.h); otherwise encoding overlaps the output
-  // stage, and the chunks' zstd the encoding.
-  TraceWriter writer(options.output, {.background_encoding = true, .compression_threads = kCompressionThreads});
-  import_file(options.input, writer);
+  const uint64_t events = import_to_trace_file(options.input, options.output);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.json != "-")
     std::printf("%s: %llu events written to %s in %.2f s\n", options.input.c_str(),
-                static_cast<unsigned long long>(writer.events_appended()), options.output.c_str(), seconds);
+                static_cast<unsigned long long>(events), options.output.c_str(), seconds);
   if (!options.json.empty())
-    write_json({{"input", options.input},
-                {"output", options.output},
-                {"events", writer.events_appended()},
-                {"seconds", seconds}},
+    write_json({{"input", options.input}, {"output", options.output}, {"events", events}, {"seconds", seconds}},
                options.json);
 }
 

@@ -17,72 +17,6 @@ constexpr const char* kHelp =
     "bytes and the stacks live at it.\n"
     "  memreplay info run.mrt --json";
 
-nlohmann::json stack_json(TraceReader& reader, uint32_t stack) {
-  nlohmann::json frames = nlohmann::json::array();
-  if (stack != 0)
-    for (const auto& f : reader.stack_frames(stack))
-      frames.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
-  return frames;
-}
-
-nlohmann::json summarize(TraceReader& reader, const std::string& path) {
-  const TraceSummary summary = summarize_trace(reader);
-  const auto& h = reader.header();
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : summary.devices) {
-    nlohmann::json top = nlohmann::json::array();
-    for (const auto& s : d.top_stacks_at_peak)
-      top.push_back({{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(reader, s.stack)}});
-    std::string name;
-    uint64_t total = 0;
-    for (const auto& info : h.devices())
-      if (info.index() == d.device) name = info.name(), total = info.total_memory();
-    const auto& start = d.starting_state;
-    nlohmann::json pools = nlohmann::json::object();
-    if (!summary.pools.empty() || d.pools.size() > 1)
-      for (const auto& [pool, p] : d.pools)
-        pools[std::to_string(pool)] = {{"allocs", p.allocs},
-                                       {"segments", p.segments},
-                                       {"peak_reserved_bytes", p.peak_reserved_bytes},
-                                       {"peak_requested_bytes", p.peak_requested_bytes}};
-    devices.push_back({{"device", d.device},
-                       {"name", name},
-                       {"total_memory", total},
-                       {"events_per_kind", d.events_per_kind},
-                       {"starting_state",
-                        {{"segments", start.segments},
-                         {"segment_bytes", start.segment_bytes},
-                         {"blocks", start.blocks},
-                         {"block_bytes", start.block_bytes}}},
-                       {"inferred_per_kind", d.inferred_per_kind},
-                       {"failed_per_kind", d.failed_per_kind},
-                       {"pools", pools},
-                       {"streams", d.streams},
-                       {"duration_ns", d.last_time_ns - d.first_time_ns},
-                       {"peak_requested_bytes", d.peak_requested_bytes},
-                       {"peak_event", d.peak_event},
-                       {"peak_time_ns", d.peak_time_ns},
-                       {"top_stacks_at_peak", top}});
-  }
-  std::map<std::string, std::string> settings(h.allocator_settings().begin(), h.allocator_settings().end());
-  nlohmann::json pools = nlohmann::json::array();
-  for (const auto& p : summary.pools)  // the header's, or a live trace's announced ones
-    pools.push_back(
-        {{"id", p.id}, {"kind", p.kind}, {"torch_id", {p.torch_id_first, p.torch_id_second}}, {"name", p.name}});
-  return {{"trace", path},
-          {"format_version", std::to_string(h.format_major()) + "." + std::to_string(h.format_minor())},
-          {"source", h.source()},
-          {"source_file", h.source_file()},
-          {"capture_time_ns", h.capture_time_ns()},
-          {"command_line", h.command_line()},
-          {"pid", h.pid()},
-          {"starts_mid_run", h.starts_mid_run()},
-          {"complete", reader.complete()},
-          {"allocator_settings", settings},
-          {"pools", pools},
-          {"devices", devices}};
-}
-
 void print_summary(const nlohmann::json& s) {
   std::printf("%s: %s trace (format %s)%s\n", s["trace"].get<std::string>().c_str(),
               s["source"].get<std::string>().c_str(), s["format_version"].get<std::string>().c_str(),
@@ -147,7 +81,7 @@ struct InfoOptions {
 
 void info(const InfoOptions& options) {
   TraceReader reader(options.trace);
-  const nlohmann::json summary = summarize(reader, options.trace);
+  const nlohmann::json summary = trace_summary_json(reader, options.trace);
   if (options.json != "-") print_summary(summary);
   if (!options.json.empty()) write_json(summary, options.json);
 }

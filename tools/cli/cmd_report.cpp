@@ -31,7 +31,7 @@ void report(const ReportOptions& options) {
   refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
                           "no report written (--allow-incomplete to draw what it holds)");
   std::vector<std::string> policies = options.policies;
-  if (policies.empty()) policies = {"pytorch", "pytorch:expandable_segments:True"};
+  if (policies.empty()) policies = results::default_report_policies();
   for (const auto& spec : policies) {
     ReplayOptions one = options.replay;
     one.policy_spec = spec;

@@ -3,8 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "proto/input_error.h"
-#include "proto/trace_reader.h"
+#include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
 
@@ -34,29 +33,12 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
   add_json_option(command, json, json_what);
 }
 
-void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {
-  if (allowed) return;
-  TraceReader reader(trace);
-  if (!reader.complete())
-    throw InputError(trace + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") + "); " +
-                     consequence);
-}
-
 void warn_before_replay(const ReplayOptions& options) {
-  const std::string& spec = options.policy_spec;
-  const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
-  if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)
-    warn(spec +
-         ": garbage_collection_threshold acts only under a per-process limit; without --capacity (or "
-         "per_process_memory_fraction) it changes nothing");
-  if (fraction && options.capacity)
-    warn(spec + ": per_process_memory_fraction is ignored when --capacity is given (the capacity is the limit)");
+  for (const auto& warning : replay_warnings_before(options)) warn(warning);
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (m.events == 0 && !m.oom_at_event)  // (an OOM in the starting state stops before any event)
-    warn(options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
-         " (see `memreplay info` for the devices it has); every number below is 0");
+  if (const auto warning = replay_warning_after(options, m)) warn(*warning);
 }
 
 void print_metrics_table(const std::vector<ReplayMetrics>& rows) {

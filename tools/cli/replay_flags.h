@@ -9,6 +9,7 @@
 
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
+#include "replayer/replay_runner.h"
 
 namespace memreplay::cli {
 
@@ -20,12 +21,7 @@ void add_replay_flags(CLI::App& command, ReplayOptions& options);
 void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
                            const std::string& policy_help, std::string& json, const std::string& json_what);
 
-// A trace without its footer (cut off mid-write) is refused unless `allowed`: an InputError naming
-// the trace, why it is incomplete and `consequence` (what is not done, and the flag that does it).
-void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
-
-// Warnings for options that would silently do nothing: garbage_collection_threshold without a cap,
-// per_process_memory_fraction next to --capacity (which wins), a --trace-device with no events.
+// replay_warnings_before / replay_warning_after (replayer/replay_runner.h), printed (warn()).
 void warn_before_replay(const ReplayOptions& options);
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 

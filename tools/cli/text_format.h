@@ -10,10 +10,7 @@
 
 namespace memreplay::cli {
 
-// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of
-// 1000), case-insensitive, through the policies' one parser (policies/detail/policy_options.h).
-// A plain integer is bytes, with a warning (a forgotten unit: "7" is 7 bytes); '' and a fraction
-// without a unit ("7.5") are refused. Throws InputError naming `option`.
+// results::parse_bytes (results/units.h), its warning for a plain integer printed (warn()).
 uint64_t parse_bytes(std::string_view text, std::string_view option);
 std::string format_bytes(uint64_t bytes);
 std::string format_percent(double fraction);

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/pools.XXXXXX)
 nvidia-smi -L || true
 python3 -c "import torch; print('torch', torch.__version__)"
-export PYTHONPATH="$here/src/recorder/torch/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$here/src/python${PYTHONPATH:+:$PYTHONPATH}"
 export MEMREPLAY_RECORD_LIB="$here/lib/libmemreplay_record.so" MEMREPLAY_SOURCE_DIR="$here/src"
 export TORCH_EXTENSIONS_DIR="$work/torch_extensions"
 live=()

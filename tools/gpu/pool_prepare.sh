@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 dest=${2:?destination folder}
 rm -rf "$dest"
-mkdir -p "$dest"/{src/recorder/live,src/recorder/torch,lib,bin,deps,pools,traces}
+mkdir -p "$dest"/{src/recorder/live,src/python,lib,bin,deps,pools,traces}
 cp tools/gpu/pool_jobs.py tools/gpu/pool_capture.sh "$dest/"
-cp -r recorder/torch/python "$dest/src/recorder/torch/"
+cp -r python/memreplay "$dest/src/python/"
 find "$dest/src" -name __pycache__ -prune -exec rm -rf {} +
 cp recorder/live/memreplay_record.h recorder/live/memreplay_record_loader.h "$dest/src/recorder/live/"
 cp "$build/recorder/live/libmemreplay_record.so" "$dest/lib/"

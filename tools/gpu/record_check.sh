@@ -57,7 +57,7 @@ done
 mr() { LD_LIBRARY_PATH="${DEPS}${DEPS:+:}${LD_LIBRARY_PATH:-}" "$MEMREPLAY" "$@"; }
 bench() { LD_LIBRARY_PATH="${DEPS}${DEPS:+:}${LD_LIBRARY_PATH:-}" "$BENCH" "$@"; }
 
-export PYTHONPATH="$PWD/recorder/torch/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export MEMREPLAY_RECORD_LIB="$RECORD_LIB" MEMREPLAY_SOURCE_DIR="$PWD"
 export TORCH_EXTENSIONS_DIR="$WORK/torch_extensions"
 

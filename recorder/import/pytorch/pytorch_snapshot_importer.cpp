@@ -185,6 +185,10 @@ class SnapshotOutput {
 
 }  // namespace
 
+void write_snapshot_content(SnapshotContent& content, TraceSink& sink, ChunksAhead* ahead) {
+  SnapshotOutput(content).run(sink, ahead);
+}
+
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file, TraceSink& sink,
                                     const std::function<void(uint64_t)>& progress, const GrowingInput* growing) {
   // The rows encoded while reading, where the sink can take them.
@@ -198,7 +202,7 @@ void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::st
   const pickle::Tree tree = pickle::unpickle(pickle_bytes, source_file, options);
   // The rest of the stream decoded and checked (trailing data, checksums) before anything is written.
   if (growing != nullptr) growing->wait_for(UINT64_MAX);
-  SnapshotOutput(reader.read(tree)).run(sink, ahead ? &*ahead : nullptr);
+  write_snapshot_content(reader.read(tree), sink, ahead ? &*ahead : nullptr);
 }
 
 void import_pytorch_snapshot_input(const InputBytes& input, const std::string& path, TraceSink& sink) {

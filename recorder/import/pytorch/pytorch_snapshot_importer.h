@@ -38,6 +38,9 @@
 
 namespace memreplay {
 
+struct SnapshotContent;
+class ChunksAhead;
+
 // Reads (and decompresses) the snapshot at `path` and writes it to `sink`: begin, events, finish.
 void import_pytorch_snapshot(const std::string& path, TraceSink& sink);
 
@@ -58,5 +61,10 @@ void import_pytorch_snapshot_input(const InputBytes& input, const std::string& p
 void import_pytorch_snapshot_pickle(std::string_view pickle_bytes, const std::string& source_file, TraceSink& sink,
                                     const std::function<void(uint64_t)>& progress = {},
                                     const GrowingInput* growing = nullptr);
+
+// The output stage alone, for a snapshot read by other means (snapshot_tree_reader.h: a Python
+// dict walked in memory): the state passes, then the events to `sink`, begin to finish. `ahead`:
+// the ChunksAhead the reader told of every entry, or null.
+void write_snapshot_content(SnapshotContent& content, TraceSink& sink, ChunksAhead* ahead);
 
 }  // namespace memreplay

@@ -1,6 +1,7 @@
 // What the snapshot importer (pytorch_snapshot_importer.cpp) reads trace entries with: their keys
 // and actions classified once per pickle node (snapshot pickles memoize every key and action
-// string, so a few nodes answer millions of lookups), and stream handles as small labels.
+// string, so a few nodes answer millions of lookups), and stream handles as small labels. The
+// value type V is pickle::Value or any type with its interface (snapshot_tree_reader.h).
 #pragma once
 
 #include <array>
@@ -23,7 +24,8 @@ using pickle::Value;
 enum class Field : uint8_t { other, action, addr, size, stream, time_us, frames, device_free, user_metadata };
 constexpr size_t kFieldCount = 9;
 
-inline Field classify_key(Value key) {
+template <class V = Value>
+Field classify_key(V key) {
   if (!key.is(Kind::str)) return Field::other;
   const std::string_view k = key.as_str();
   if (k == "action") return Field::action;
@@ -40,7 +42,8 @@ inline Field classify_key(Value key) {
 // 0 = not an action we know. 32 bits, though an EventKind fits in 8: the reader keeps the kind on
 // the stack, and GCC stored it as a byte and reloaded it as 4 bytes (a store-forwarding stall
 // per entry).
-inline uint32_t classify_action(Value action) {
+template <class V = Value>
+uint32_t classify_action(V action) {
   if (!action.is(Kind::str)) return 0;
   const std::string_view a = action.as_str();
   if (a == "user_defined") return static_cast<uint32_t>(EventKind::annotation);  // ≈2.4 markers
@@ -52,11 +55,11 @@ inline uint32_t classify_action(Value action) {
 
 // Snapshot pickles memoize every key and action string, so a few nodes answer millions of
 // lookups: remember each node's classification in a small direct-mapped cache.
-template <typename T>
+template <typename T, typename V = Value>
 class NodeCache {
  public:
-  explicit NodeCache(T (*classify)(Value)) : classify_(classify) {}
-  T get(Value v) {
+  explicit NodeCache(T (*classify)(V)) : classify_(classify) {}
+  T get(V v) {
     // Fibonacci hashing: ids are input offsets, whose low bits collide too often.
     Slot& slot = slots_[static_cast<uint32_t>(v.id() * 0x9E3779B1u) >> (32 - kSlotBits)];
     if (slot.id != v.id()) slot = {v.id(), classify_(v)};
@@ -66,12 +69,13 @@ class NodeCache {
  private:
   static constexpr unsigned kSlotBits = 6;
   static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  using Ref = typename V::RefType;
   struct Slot {
-    pickle::Ref id = std::numeric_limits<pickle::Ref>::max();
+    Ref id = std::numeric_limits<Ref>::max();
     T value{};
   };
   std::array<Slot, kSlots> slots_{};
-  T (*classify_)(Value);
+  T (*classify_)(V);
 };
 
 // Stream handles as small labels (TraceStep::stream): a trace uses a handful of streams.

@@ -4,6 +4,9 @@
 // go to each device's StepSpool; read() then takes the rest of the tree: segments (the final
 // state), lists that were not streamed, external_annotations, allocator_settings, the header.
 //
+// The reading itself is SnapshotTreeReader (snapshot_tree_reader.h), shared with readers of
+// snapshots held as other values than a pickle's (Python objects in memory).
+//
 // Errors are InputError naming the byte offset of the value at fault, or the trace entry's index.
 // A work budget (about 2 units per input byte) refuses pickles whose aliased objects would expand
 // into far more work and memory than their size.

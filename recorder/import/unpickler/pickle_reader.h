@@ -59,6 +59,10 @@ using Ref = uint64_t;
 // 0 or empty.
 class Value {
  public:
+  // What generic readers of snapshot trees (snapshot_tree_reader.h) name the tree and references by.
+  using TreeType = Tree;
+  using RefType = Ref;
+
   Value() = default;
   Value(const Tree* tree, Ref ref) : tree_(tree), ref_(ref) {}
 

@@ -42,9 +42,9 @@ TEST(RecordLibraryLoader, LoadsTheLibraryOfThisBuildAndRefusesOthers) {
 TEST(TorchPackage, HoldsItsFormatNumbersAgainstTheLibrary) {
   if (std::system("python3 -c '' 2>/dev/null") != 0) GTEST_SKIP() << "no python3";
   const fs::path source = testing::source_dir();
-  const std::string command = "cd '" + source.string() + "' && PYTHONPATH='" +
-                              (source / "recorder/torch/python").string() + "' MEMREPLAY_RECORD_LIB='" +
-                              MEMREPLAY_RECORD_LIB + "' python3 -m unittest discover -s tests/python -p 'test_*.py'";
+  const std::string command = "cd '" + source.string() + "' && PYTHONPATH='" + (source / "python").string() +
+                              "' MEMREPLAY_RECORD_LIB='" + MEMREPLAY_RECORD_LIB +
+                              "' python3 -m unittest discover -s tests/python -p 'test_torch_format.py'";
   const testing::CliRun run = testing::run_shell(command);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_NE(run.out.find("OK"), std::string::npos) << run.out;
