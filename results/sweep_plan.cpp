@@ -8,6 +8,7 @@
 
 #include "policies/registry.h"
 #include "proto/input_error.h"
+#include "results/compare.h"
 
 namespace memreplay::results {
 namespace {
@@ -64,17 +65,11 @@ SweepShard parse_shard(std::string_view text) {
 }
 
 std::vector<std::string> expand_policies(const std::vector<std::string>& specs) {
-  const auto& registry = PolicyRegistry::instance();
-  std::vector<std::string> out;
-  for (const auto& spec : specs.empty() ? std::vector<std::string>{"all"} : specs) {
-    if (spec == "all") {
-      for (const PolicyInfo& info : registry.policies()) out.push_back(info.name);
-      continue;
-    }
+  std::vector<std::string> out = expand_policy_specs(specs);
+  for (const auto& spec : out) {
     const std::string name = spec.substr(0, spec.find(':'));
-    if (registry.find(name) == nullptr)
+    if (PolicyRegistry::instance().find(name) == nullptr)
       throw InputError("--policy '" + spec + "': no policy named '" + name + "' (see `memreplay policies`)");
-    out.push_back(spec);
   }
   return out;
 }

@@ -41,8 +41,8 @@ struct SweepPlan {
   SweepShard shard;
 };
 
-// `all` replaced by every registered policy (plugins loaded so far included), in the registry's
-// order; an empty list is `all`. Throws InputError naming a spec whose policy is not registered.
+// The specs as `compare` expands them (expand_policy_specs: `all`, or none, is every registered
+// policy), each checked: InputError naming a spec whose policy is not registered, before any task.
 std::vector<std::string> expand_policies(const std::vector<std::string>& specs);
 
 // Calls visit(path, name) for every trace of the plan: the paths as given, each glob's matches

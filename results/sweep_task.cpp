@@ -1,22 +1,35 @@
 #include "results/sweep_task.h"
 
+#include <algorithm>
 #include <exception>
 #include <nlohmann/json.hpp>
 
-#include "policies/detail/policy_options.h"
 #include "proto/input_error.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
+#include "results/units.h"
 
 namespace memreplay::results {
 
-SweepCapacity parse_sweep_capacity(std::string_view text) {
+SweepCapacity parse_sweep_capacity(std::string_view text, std::string* warning) {
   if (text == "none") return {};
   if (text == "fit") return SweepCapacity::fit();
-  const auto bytes = detail::parse_byte_size(text);
-  if (!bytes || *bytes == 0)
-    throw InputError("capacity '" + std::string(text) + "': expected none, fit or a size such as 40GiB or 80GB");
-  return SweepCapacity::at(*bytes);
+  return SweepCapacity::at(parse_bytes(text, "--capacity", warning));
+}
+
+std::vector<SweepCapacity> parse_sweep_capacities(const std::vector<std::string>& lists,
+                                                  std::vector<std::string>* warnings) {
+  std::vector<SweepCapacity> out;
+  for (const auto& list : lists)
+    for (size_t start = 0; start <= list.size();) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      std::string warning;
+      out.push_back(parse_sweep_capacity(std::string_view(list).substr(start, comma - start), &warning));
+      if (!warning.empty() && warnings != nullptr) warnings->push_back(warning);
+      start = comma + 1;
+    }
+  if (out.empty()) out.push_back({});
+  return out;
 }
 
 std::string capacity_key(const SweepCapacity& capacity) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -30,9 +31,13 @@ struct SweepCapacity {
   friend bool operator==(const SweepCapacity&, const SweepCapacity&) = default;
 };
 
-// "none", "fit", or a size with a unit ("40GiB", "80GB") or plain bytes. Throws InputError naming
-// the text.
-SweepCapacity parse_sweep_capacity(std::string_view text);
+// "none", "fit", or a size as results::parse_bytes reads it ("40GiB", "80GB"; plain bytes, with
+// `warning` set to say it has no unit). Throws InputError naming --capacity and the text.
+SweepCapacity parse_sweep_capacity(std::string_view text, std::string* warning = nullptr);
+// Each of `lists` split at its commas ("none,fit,40GiB"); no list at all is {none}. Warnings for
+// sizes without a unit are appended to `warnings`.
+std::vector<SweepCapacity> parse_sweep_capacities(const std::vector<std::string>& lists,
+                                                  std::vector<std::string>* warnings = nullptr);
 // "none", "fit" or the byte count: the capacity's part of a task key.
 std::string capacity_key(const SweepCapacity& capacity);
 // The JSON "capacity" of a line: null, "fit" or the byte count.

@@ -8,9 +8,8 @@
     results.to_pandas()    # one row per task (pandas is optional)
 
 Each task is one trace under one policy at one capacity ("none", "fit", a size such as "40GiB", or bytes),
-run by the C++ function `memreplay sweep` runs per task (memreplay._core.run_sweep_task); without the
-extension module it runs `memreplay sweep` on that one task (the CLI from $MEMREPLAY_CLI or PATH), with the
-same line as the result.
+run on a worker by the C++ function `memreplay sweep` runs per task (memreplay._core.run_sweep_task), so
+its line is the one the CLI writes for it.
 
 Traces reach the workers in one of two ways: transfer="shared" (the default) opens the paths on the workers,
 for a filesystem every worker mounts; transfer="scatter" reads each trace once on the client and hands its
@@ -28,12 +27,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 import tempfile
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["sweep", "run_task", "task_key", "SweepResults"]
+__all__ = ["sweep", "run_task", "task_key", "capacity_key", "SweepResults"]
 
 TraceList = Union[Sequence[str], Sequence[Tuple[str, str]], Dict[str, str]]
 
@@ -67,43 +64,17 @@ class SweepResults:
         return pandas.DataFrame.from_records(self.records())
 
 
-def _cli() -> str:
-    cli = os.environ.get("MEMREPLAY_CLI") or shutil.which("memreplay")
-    if not cli:
-        raise RuntimeError("memreplay.dask: neither the extension module memreplay._core nor the memreplay CLI "
-                           "(set MEMREPLAY_CLI or put memreplay on PATH) is available on this worker")
-    return cli
+def run_sweep_task_function():
+    """The extension module's run_sweep_task: the C++ of `memreplay sweep`'s tasks."""
+    from . import _core
 
-
-def _native_run_sweep_task():
-    try:
-        from . import _core
-    except ImportError:
-        return None
-    return getattr(_core, "run_sweep_task", None)
-
-
-def _run_with_cli(trace: str, name: str, policy: str, capacity: str, settings: dict) -> str:
-    command = [_cli(), "sweep", trace, "--name", name, "--policy", policy, "--capacity", capacity]
-    for flag in ("grid", "resolution"):
-        if flag in settings:
-            command += ["--" + flag, str(settings[flag])]
-    for flag in ("timeline", "lenient"):
-        if settings.get(flag):
-            command.append("--" + flag)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode not in (0, 1) or not done.stdout.strip():
-        raise RuntimeError(done.stderr.strip() or f"memreplay sweep exited with status {done.returncode}")
-    return done.stdout.strip()
+    return _core.run_sweep_task
 
 
 def run_task(trace: str, name: str, policy: str, capacity: Union[str, int], settings: Optional[dict] = None) -> str:
-    """One task's JSON line: what `memreplay sweep` writes for it."""
-    settings = settings or {}
-    native = _native_run_sweep_task()
-    if native is not None:
-        return native(trace, policy, str(capacity), name=name, **settings)
-    return _run_with_cli(trace, name, policy, str(capacity), settings)
+    """One task's JSON line: what `memreplay sweep` writes for it (settings: grid, resolution, timeline,
+    lenient, as its flags)."""
+    return run_sweep_task_function()(trace, policy, str(capacity), name=name, **(settings or {}))
 
 
 def _cached_copy(data: bytes) -> str:
@@ -135,20 +106,14 @@ def _named_traces(traces: TraceList) -> List[Tuple[str, str]]:
     return [(t, t) if isinstance(t, str) else (t[0], t[1]) for t in traces]
 
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-
-
 def capacity_key(capacity: Union[str, int]) -> str:
-    """"none", "fit" or the byte count: a capacity as its task's key (and its line's "capacity") has it."""
-    text = str(capacity).strip()
-    if text in ("none", "fit"):
-        return text
-    number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").strip()
-    unit = text[len(number):].strip().lower()
-    if unit not in _UNITS or not number:
-        raise ValueError(f"capacity {capacity!r}: expected none, fit or a size such as 40GiB or 80GB")
-    return str(int(float(number) * _UNITS[unit])) if "." in number else str(int(number) * _UNITS[unit])
+    """"none", "fit" or the byte count: a capacity as its task's key (and its line's "capacity") has it,
+    sizes read as the CLI reads them (memreplay.parse_bytes)."""
+    if capacity in ("none", "fit"):
+        return str(capacity)
+    from . import _api
+
+    return str(_api.parse_bytes(capacity, "capacity"))
 
 
 def _done_lines(output: str) -> Dict[Tuple[str, str, str], str]:

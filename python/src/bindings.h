@@ -17,6 +17,7 @@ void bind_errors(py::module_& m);  // errors.cpp
 void bind_traces(py::module_& m);  // traces.cpp
 void bind_replays(py::module_& m);  // replays.cpp
 void bind_verdicts(py::module_& m);  // verdicts.cpp
+void bind_sweep(py::module_& m);  // sweep.cpp
 
 // A JSON value as Python objects: dicts, lists, str (invalid UTF-8 replaced), int, float, bool, None.
 py::object to_python(const nlohmann::json& value);

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   memreplay::python::bind_traces(m);
   memreplay::python::bind_replays(m);
   memreplay::python::bind_verdicts(m);
+  memreplay::python::bind_sweep(m);
 }

@@ -33,25 +33,12 @@ struct SweepCommandOptions {
   std::string name;
 };
 
-std::vector<results::SweepCapacity> parse_capacities(const std::vector<std::string>& lists) {
-  std::vector<results::SweepCapacity> out;
-  for (const auto& list : lists.empty() ? std::vector<std::string>{"none"} : lists)
-    for (size_t start = 0; start <= list.size();) {
-      const size_t comma = std::min(list.find(',', start), list.size());
-      const std::string item = list.substr(start, comma - start);
-      start = comma + 1;
-      if (item == "none" || item == "fit")
-        out.push_back(results::parse_sweep_capacity(item));
-      else
-        out.push_back(results::SweepCapacity::at(parse_bytes(item, "--capacity")));
-    }
-  return out;
-}
-
 void sweep(SweepCommandOptions& options) {
   results::SweepPlan plan = options.plan;
   plan.policies = results::expand_policies(options.policies);
-  plan.capacities = parse_capacities(options.capacities);
+  std::vector<std::string> warnings;
+  plan.capacities = results::parse_sweep_capacities(options.capacities, &warnings);
+  for (const auto& w : warnings) warn(w);
   if (!options.shard.empty()) plan.shard = results::parse_shard(options.shard);
   if (!options.name.empty()) {
     if (plan.traces.size() != 1)

@@ -1,17 +1,12 @@
 """memreplay.dask on a real Dask cluster (a scheduler and two worker processes): its lines are those of
 `memreplay sweep` task for task, also when a worker is killed mid-sweep, when traces are scattered rather
-than read from a shared path, and when a sweep is resumed from its output file.
+than read from a shared path, and when a sweep is resumed from its output file."""
 
-Needs MEMREPLAY_CLI (the memreplay binary of this build) and python/ on PYTHONPATH; run by
-tests/python/dask_sweep_test.cpp (in a folder of its own, away from the unittest discovery of tests/python), or
-by hand:
-    MEMREPLAY_CLI=build/tools/memreplay PYTHONPATH=python /usr/bin/python3 -m pytest tests/python/dask
-"""
+from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -19,11 +14,10 @@ from pathlib import Path
 import distributed
 import pytest
 
+import memreplay
 import memreplay.dask
+from conftest import run_cli
 
-CLI = os.environ["MEMREPLAY_CLI"]
-ROOT = Path(__file__).resolve().parents[3]
-REAL = Path(os.environ.get("MEMREPLAY_REAL_DATA_DIR", ROOT / "tests/data/real")) / "traces"
 NAMES = ["gpt2_train.default", "resnet50_train.default", "vit_infer_varbatch.default", "multistream_pipeline.default",
          "gpt2_train.truncated"]
 POLICIES = ["pytorch", "pytorch:expandable_segments:True", "memreplay"]
@@ -31,34 +25,25 @@ CAPACITIES = ["none", "fit", "2GiB"]
 
 
 @pytest.fixture(scope="module")
-def traces(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("traces")
-    paths = []
-    for name in NAMES:
-        source = REAL / f"{name}.pickle.xz"
-        assert source.exists(), f"{source}: the real trace is missing"
-        out = folder / f"{name}.mrt"
-        subprocess.run([CLI, "import", str(source), "-o", str(out)], check=True, capture_output=True)
-        paths.append(str(out))
-    paths.append(str(folder / "missing.mrt"))  # an error line, and the sweep goes on
-    return paths
+def traces(imported, tmp_path_factory):
+    missing = tmp_path_factory.mktemp("missing") / "missing.mrt"  # an error line, and the sweep goes on
+    return [str(imported(name)) for name in NAMES] + [str(missing)]
 
 
 @pytest.fixture(scope="module")
 def cli_lines(traces, tmp_path_factory):
     """What `memreplay sweep -j2` writes for the same tasks, by task key, the run time dropped."""
     out = tmp_path_factory.mktemp("cli") / "sweep.jsonl"
-    command = [CLI, "sweep", *traces, "-j", "2", "-o", str(out), "--capacity", ",".join(CAPACITIES)]
-    for policy in POLICIES:
-        command += ["--policy", policy]
-    subprocess.run(command, capture_output=True)
+    policies = [arg for policy in POLICIES for arg in ("--policy", policy)]
+    run_cli("sweep", *traces, *policies, "--capacity", ",".join(CAPACITIES), "-j", "2", "-o", out)
     return by_key(out.read_text().splitlines())
 
 
 @pytest.fixture(scope="module")
 def client():
-    # The workers import memreplay.dask from this checkout and run this build's CLI.
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))
+    # The worker processes import memreplay from where this process does.
+    package_root = str(Path(memreplay.__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as c:
             yield c
@@ -73,6 +58,10 @@ def by_key(lines):
         assert key not in out, f"task {key} twice"
         out[key] = record
     return out
+
+
+def test_the_workers_run_the_function_memreplay_sweep_runs(client):
+    assert all(client.run(lambda: memreplay.dask.run_sweep_task_function() is not None).values())
 
 
 def test_lines_are_those_of_memreplay_sweep(client, traces, cli_lines):
