@@ -97,6 +97,23 @@ TEST_F(SweepRun, AWholeLineThatIsNoResultStopsTheResumeNamingLineAndByte) {
   EXPECT_NE(error.find(path("bad.jsonl") + ": line 2 (byte 62): not a sweep result line"), std::string::npos) << error;
 }
 
+TEST_F(SweepRun, ProgressCountsUpToTheTotalWithRateAndEta) {
+  results::SweepRunOptions options;
+  options.output = path("out.jsonl");
+  options.jobs = 2;
+  options.progress_interval_s = 0;
+  std::vector<results::SweepProgress> seen;
+  options.on_progress = [&](const results::SweepProgress& p) { seen.push_back(p); };
+  results::run_sweep(plan(), options);
+  ASSERT_GE(seen.size(), 60u);  // every task, then the end
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].done, seen[i - 1].done);
+  EXPECT_EQ(seen.back().done, 60u);
+  EXPECT_EQ(seen.back().failed, 6u);
+  EXPECT_EQ(results::progress_line({30, 2, 60, 10.0}), "sweep: 30/60 tasks (2 failed), 3.00 tasks/s, ETA 10s");
+  EXPECT_EQ(results::progress_line({60, 0, 60, 125.0}), "sweep: 60/60 tasks, 0.48 tasks/s, 2m5s");
+  EXPECT_EQ(results::progress_line({0, 0, 60, 0.0}), "sweep: 0/60 tasks");
+}
+
 TEST_F(SweepRun, LinesAreAppendedWholeFromManyThreads) {
   results::ResultLines out(path("lines.jsonl"));
   std::vector<std::thread> writers;
