@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "tests/support/cli_run.h"
 #include "tests/support/sweep_lines.h"
@@ -95,6 +96,19 @@ TEST_F(SweepCli, AKilledSweepResumesWithEveryTaskOnce) {
   EXPECT_EQ(testing::lines_by_key(testing::read_json_lines(out)),
             testing::lines_by_key(testing::read_json_lines(path("whole.jsonl"))));
 }
+
+#ifdef MEMREPLAY_EXAMPLE_PLUGIN
+TEST_F(SweepCli, AllIsEveryPolicyAPluginIncluded) {
+  const std::string trace = testing::imported_trace("multistream_pipeline.default");
+  const auto run = run_memreplay("sweep " + trace + " --plugin " + MEMREPLAY_EXAMPLE_PLUGIN + " --policy all", dir_);
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::set<std::string> policies;
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) policies.insert(nlohmann::json::parse(line)["policy"]);
+  for (const char* policy : {"pytorch", "bfc", "gmlake", "memreplay", "example_exact_size"})
+    EXPECT_TRUE(policies.count(policy)) << policy;
+}
+#endif
 
 TEST_F(SweepCli, BadTracesAreErrorLinesAndTheSweepGoesOn) {
   std::ofstream(path("garbage.mrt")) << "garbage";
