@@ -91,13 +91,16 @@ def _cached_copy(data: bytes) -> str:
 
 
 def run_scattered_task(data: bytes, trace: str, name: str, policy: str, capacity: str, settings: dict) -> str:
-    """run_task on a trace sent as bytes: replayed from the local cache, reported under its own path."""
+    """run_task on a trace sent as bytes: replayed from the local cache, reported under its own path (the
+    cache's path swapped for it in the line's text, which stays the C++'s otherwise)."""
     local = _cached_copy(data)
-    record = json.loads(run_task(local, name, policy, capacity, settings))
-    record["trace"] = trace
-    if "error" in record:
-        record["error"] = record["error"].replace(local, trace)
-    return json.dumps(record, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    line = run_task(local, name, policy, capacity, settings)
+    return line.replace(_json_text(local), _json_text(trace))
+
+
+def _json_text(text: str) -> str:
+    """A string as it appears inside a JSON line (escaped, UTF-8 kept)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def _named_traces(traces: TraceList) -> List[Tuple[str, str]]:
