@@ -17,13 +17,15 @@ struct SettingOutcome {
   bool failed = false;  // ran out of memory
 };
 
-// The default: a setting may make up to twice the current setting's device calls.
-inline constexpr double kDeviceCallFactor = 2.0;
+// The default: a setting may make up to four times the current setting's device calls (the
+// ratio compare's recommendation allows).
+inline constexpr double kDeviceCallFactor = 4.0;
 
-// The index of the recommended setting in `settings` (the current one when nothing beats it;
-// ties go to the current setting, then to the first), nullopt when none qualifies. A setting
+// The index of the recommended setting in `settings`, nullopt when none qualifies. A setting
 // qualifies when it did not fail and its device calls are at most `device_call_factor` times the
-// current setting's (at least 1, so a current setting with no calls allows one).
+// current setting's (at least 1, so a current setting with no calls allows a few). Among those,
+// the lowest reserved peak; ties go to fewer device calls, then to the current setting, then to
+// the first.
 std::optional<size_t> best_setting(std::span<const SettingOutcome> settings, size_t current,
                                    double device_call_factor = kDeviceCallFactor);
 

@@ -72,7 +72,7 @@ void add_sweep_summary_command(CLI::App& app) {
   command.add_option("--current", options.current, "the setting jobs run with now (default pytorch)");
   command
       .add_option("--device-call-factor", options.factor,
-                  "a better setting may make at most this many times the current setting's device calls (2)")
+                  "a better setting may make at most this many times the current setting's device calls (4)")
       ->check(CLI::PositiveNumber);
   command.add_option("--gpu", options.gpus, "GPU sizes to count the jobs that fit on (default 24GiB,40GiB,80GiB)");
   command.add_option("--csv", options.csv, "one row per trace as CSV: to FILE, or stdout with --csv -")
