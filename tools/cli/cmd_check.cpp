@@ -17,6 +17,7 @@
 #include "results/replay_batch.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -118,6 +119,7 @@ void check(const CheckOptions& options) {
     if (!reader.complete() && !options.allow_incomplete)
       throw InputError(path + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
                        "); its numbers would be partial (--allow-incomplete to check it anyway)");
+    for (const auto& policy : options.policies) warn_torch_version(path, reader.header(), policy);
     if (compare_to_baseline)
       for (const auto& policy : options.policies)
         if (!baseline.find(name, policy))
