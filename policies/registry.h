@@ -39,6 +39,9 @@ struct PolicyInfo {
   // After every block is freed, empty_cache() gives everything back to the device (the contract
   // suite checks reserved == 0 then).
   bool releases_on_empty_cache = true;
+  // The PyTorch release ("2.11") whose allocator this policy models; empty for policies that model
+  // none. Trace commands warn when a trace's torch version differs (policies/torch_version.h).
+  std::string models_torch_version;
 };
 
 class PolicyRegistry {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policies/torch_version.h"
+
 namespace memreplay {
 namespace {
 
@@ -22,6 +24,12 @@ nlohmann::json latency_json(const std::optional<OperationLatencies>& l) {
           {"free", {{"cached", latency_json(l->free_cached)}, {"device_call", latency_json(l->free_device_call)}}}};
 }
 
+// The PyTorch release the replayed policy models ("2.11"), null for a policy that models none.
+nlohmann::json torch_version_json(const std::string& policy_spec) {
+  const std::string version = models_torch_version(policy_spec);
+  return version.empty() ? nlohmann::json(nullptr) : nlohmann::json(version);
+}
+
 }  // namespace
 
 nlohmann::json to_json(const ReplayMetrics& m) {
@@ -30,6 +38,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
   return {
       {"schema_version", kMetricsSchemaVersion},
       {"policy", m.policy},
+      {"models_torch_version", torch_version_json(m.policy)},
       {"device", m.device},
       {"trace_device", m.trace_device},
       {"capacity", optional_json(m.capacity)},

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policies/registry.h"
+#include "policies/torch_version.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/device_registry.h"
@@ -60,8 +61,25 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   return metrics;
 }
 
+std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,
+                                                 const std::string& policy_spec) {
+  const auto& settings = header.allocator_settings();
+  const auto recorded = settings.find(std::string(kTorchVersionSetting));
+  if (recorded == settings.end()) return std::nullopt;
+  const auto message = torch_version_mismatch(recorded->second, policy_spec);
+  if (!message) return std::nullopt;
+  return trace + ": " + *message;
+}
+
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   std::vector<std::string> warnings;
+  std::optional<TraceReader> reader;
+  try {
+    reader.emplace(options.trace_path);
+  } catch (const std::exception&) {}
+  if (reader)
+    if (auto warning = torch_version_warning(options.trace_path, reader->header(), options.policy_spec))
+      warnings.push_back(std::move(*warning));
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
   if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)

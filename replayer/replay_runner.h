@@ -14,6 +14,9 @@
 
 namespace memreplay {
 
+namespace proto {
+class TraceHeader;
+}
 class TraceReader;
 
 // What one replay runs on: a fresh device (options.device_spec, sized by options.capacity and the
@@ -30,9 +33,16 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
 // replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
 ReplayMetrics run_replay(const ReplayOptions& options);
 
-// What to tell the user before a replay, one line each, for options that would silently do
-// nothing: garbage_collection_threshold without a cap, per_process_memory_fraction next to a
-// capacity (which wins).
+// The warning for replaying `trace` with `policy_spec` when the trace's torch release (its header's
+// setting torch_version) is another major.minor than the one the policy models
+// (torch_version_mismatch, policies/torch_version.h); nullopt when there is nothing to say.
+std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,
+                                                 const std::string& policy_spec);
+
+// What to tell the user before a replay, one line each: torch_version_warning (a trace that cannot
+// be read says nothing here: the replay reports it), and options that would silently do nothing:
+// garbage_collection_threshold without a cap, per_process_memory_fraction next to a capacity
+// (which wins).
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options);
 // ... and after it: a trace device with no alloc or free events.
 std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m);

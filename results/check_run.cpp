@@ -7,6 +7,7 @@
 
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
+#include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
 #include "results/replay_batch.h"
 #include "results/units.h"
@@ -14,9 +15,9 @@
 namespace memreplay::results {
 namespace {
 
-// Everything that can be refused is refused before the first replay.
+// Everything that can be refused is refused before the first replay; the warnings are found then.
 void refuse_before_replaying(const CheckRequest& request, const Baseline& baseline, bool compare_to_baseline,
-                             const std::vector<std::string>& trace_names) {
+                             const std::vector<std::string>& trace_names, std::vector<std::string>& warnings) {
   std::set<std::string> names;
   for (size_t t = 0; t < request.traces.size(); ++t) {
     const std::string& path = request.traces[t];
@@ -27,6 +28,12 @@ void refuse_before_replaying(const CheckRequest& request, const Baseline& baseli
     if (!reader.complete() && !request.allow_incomplete)
       throw InputError(path + ": the trace is incomplete (" + reader.truncation_note().value_or("no footer") +
                        "); its numbers would be partial (--allow-incomplete to check it anyway)");
+    for (const auto& policy : request.policies)
+      if (auto warning = torch_version_warning(path, reader.header(), policy))
+        if (std::find(warnings.begin(), warnings.end(), *warning) == warnings.end()) {
+          if (request.warn) request.warn(*warning);
+          warnings.push_back(std::move(*warning));
+        }
     if (compare_to_baseline)
       for (const auto& policy : request.policies)
         if (!baseline.find(name, policy))
@@ -110,7 +117,7 @@ CheckOutcome run_check(const CheckRequest& request) {
 
   std::vector<std::string> trace_names;
   for (const auto& path : request.traces) trace_names.push_back(trace_name(path));
-  refuse_before_replaying(request, baseline, compare_to_baseline, trace_names);
+  refuse_before_replaying(request, baseline, compare_to_baseline, trace_names, outcome.warnings);
 
   std::vector<BaselineEntry> fresh;
   std::vector<ReplayOptions> bases;

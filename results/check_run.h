@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct CheckRequest {
   std::string device = "sim";
   uint32_t trace_device = 0;
   bool lenient = false;
+  // Told each warning (a trace of another torch release than a policy models: torch_version_warning,
+  // replayer/replay_runner.h) once, before the first replay, where set.
+  std::function<void(const std::string&)> warn;
 };
 
 struct CheckOutcome {
@@ -34,6 +38,7 @@ struct CheckOutcome {
   std::map<std::string, double> tolerances;  // those the cases were held to
   std::optional<uint64_t> capacity;
   double seconds = 0;
+  std::vector<std::string> warnings;  // each once, in the order they were found
   size_t failures() const;
 };
 

@@ -1,5 +1,5 @@
 // rmm_arena: RAPIDS RMM's arena_memory_resource (cpp/include/rmm/mr/detail/arena.hpp), as
-// docs/policies.md §1.3 describes it: "emphasizes fragmentation avoidance and scalable
+// RMM's documentation describes it: "emphasizes fragmentation avoidance and scalable
 // concurrency".
 //
 // Modelled:

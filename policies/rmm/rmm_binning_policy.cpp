@@ -1,7 +1,7 @@
 // rmm_binning: RAPIDS RMM's binning_memory_resource as its replay benchmark builds it
 // (cpp/benchmarks/replay/replay.cpp, `binning`): fixed_size_memory_resource bins for the powers
 // of two 2^18..2^22 (256 KiB..4 MiB) over a pool_memory_resource, and the pool for everything
-// larger (docs/policies.md §1.2-1.3).
+// larger (docs/policies.md).
 //
 // Modelled:
 //   - a request of at most 4 MiB takes one block of the smallest bin that holds it (a 512-byte

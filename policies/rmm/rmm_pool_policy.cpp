@@ -1,6 +1,6 @@
 // rmm_pool: RAPIDS RMM's pool_memory_resource (cpp/src/mr/detail/pool_memory_resource_impl.cpp,
 // detail/stream_ordered_memory_resource.hpp, detail/coalescing_free_list.hpp), as
-// docs/policies.md §1.3 describes it.
+// docs/policies.md describes it.
 //
 // Modelled:
 //   - requests round up to 256 bytes (allocation_alignment); blocks are carved best fit from

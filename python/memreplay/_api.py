@@ -228,6 +228,7 @@ def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "advice from part of a run would mislead (allow_incomplete=True to advise anyway)")
         out = _core.advise(options, fit)
+    _warn(out["warnings"])
     return Advice(out["result"], out["text"])
 
 
@@ -262,6 +263,7 @@ def check(traces: Union[TraceLike, Sequence[TraceLike]], policies: Union[str, Se
     request.trace_device = trace_device
     request.lenient = lenient
     out = _core.check(request)
+    _warn(out["warnings"])
     for path, text in ((junit, out["junit"]), (markdown, out["markdown"])):
         if path is not None:
             _write(path, text.encode())
@@ -296,6 +298,7 @@ def report(trace: TraceLike, path: "str | os.PathLike[str]", policies: Optional[
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "no report written (allow_incomplete=True to draw what it holds)")
         out = _core.report(options, specs)
+    _warn(out["warnings"])
     return _write(path, out["html"].encode())
 
 

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "python/src/bindings.h"
@@ -19,12 +20,14 @@
 namespace memreplay::python {
 namespace {
 
-// {'result': what `memreplay advise --json` writes, 'text': what it prints}
+// {'result': what `memreplay advise --json` writes, 'text': what it prints, 'warnings': [...]}
 py::dict advise(const ReplayOptions& options, bool with_fit) {
   nlohmann::json document;
   std::string text;
+  std::vector<std::string> warnings;
   {
     py::gil_scoped_release release;
+    warnings = replay_warnings_before(options);
     const results::Advice advice = results::advise(options, options.policy_spec, with_fit);
     const auto frames = results::stack_lines(options.trace_path, advice.peak.top_stacks);
     document = results::advice_json(advice, frames);
@@ -33,6 +36,7 @@ py::dict advise(const ReplayOptions& options, bool with_fit) {
   py::dict out;
   out["result"] = to_python(document);
   out["text"] = text;
+  out["warnings"] = py::cast(warnings);
   return out;
 }
 
@@ -40,6 +44,7 @@ py::dict advise(const ReplayOptions& options, bool with_fit) {
 py::dict check(const results::CheckRequest& request) {
   nlohmann::json document;
   std::string junit, markdown;
+  std::vector<std::string> warnings;
   size_t failures = 0;
   {
     py::gil_scoped_release release;
@@ -48,6 +53,7 @@ py::dict check(const results::CheckRequest& request) {
     junit = results::junit_xml(outcome.cases, outcome.seconds);
     markdown = results::markdown_summary(outcome.cases);
     failures = outcome.failures();
+    warnings = outcome.warnings;
     for (const auto& c : outcome.cases)
       for (const auto& f : c.findings)
         if (f.regression) document["regressions"].push_back(results::describe_finding(c, f));
@@ -59,22 +65,31 @@ py::dict check(const results::CheckRequest& request) {
   out["junit"] = junit;
   out["markdown"] = markdown;
   out["failures"] = failures;
+  out["warnings"] = py::cast(warnings);
   return out;
 }
 
-// {'html': the page, 'data': what `memreplay report --json` writes}
+// {'html': the page, 'data': what `memreplay report --json` writes, 'warnings': [...]}
 py::dict report(const ReplayOptions& base, std::vector<std::string> policies) {
   if (policies.empty()) policies = results::default_report_policies();
   nlohmann::json data;
   std::string page;
+  std::vector<std::string> warnings;
   {
     py::gil_scoped_release release;
+    for (const auto& spec : policies) {
+      ReplayOptions one = base;
+      one.policy_spec = spec;
+      for (auto& warning : replay_warnings_before(one))
+        if (std::find(warnings.begin(), warnings.end(), warning) == warnings.end()) warnings.push_back(warning);
+    }
     data = results::build_report_data(base, policies);
     page = results::render_report_html(data);
   }
   py::dict out;
   out["html"] = page;
   out["data"] = to_python(data);
+  out["warnings"] = py::cast(warnings);
   return out;
 }
 

@@ -3,7 +3,7 @@
 // so the relative order of segment addresses changes which block it reuses.
 //
 // Fitted to the addresses the driver (580.159.04, H200) gave PyTorch's real allocator in all 35
-// ground-truth replays (tools/gpu_torch_replay.py; docs/driver-address-model.md):
+// ground-truth replays (tools/gpu/torch_replay.py; docs/driver-address-model.md):
 //
 //   VA ──────────────────────────────────────────────────────────────────────────────► higher
 //   ... free VA ... [chunk][chunk ][chunk][  chunk  ] top ... [driver's own, with two holes]

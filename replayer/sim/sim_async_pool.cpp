@@ -13,7 +13,7 @@
 //   multistream_pipeline     468,402,176 (14.0)   15     17     15      0 MiB             16    +32 MiB
 //   resnet50_train         3,192,592,912 (95.1)   97    100     98    +32 MiB             96    -32 MiB
 //   vit_infer_varbatch     1,042,736,032 (31.1)   37     51     37      0 MiB             33   -128 MiB
-// "model" is this model since issue 10: requests of 2 MiB or more rounded up to whole MiBs. Every
+// "model" is this model: requests of 2 MiB or more rounded up to whole MiBs. Every
 // workload is within one chunk (and 3%) of its live run; "before" is the model without that
 // rounding (-11% to +7%).
 //
@@ -39,7 +39,7 @@
 //     first fit, blocks freed on a stream kept apart (merged among themselves) and reused first
 //     until a request fits nowhere, then merged:                            +3 +54 +2 0 +16  (75)
 //       (against the replay: -1 +44 0 -3 +2 (50); this model: -6 -11 -1 -4 -18 (40))
-// Issue 10 searched a grid of these rules together (best / first / worst fit; requests under
+// A grid of these rules was searched together (best / first / worst fit; requests under
 // 256 KiB to 2 MiB in chunks of their own; 512 KiB to 2 MiB rounding from 1 or 2 MiB up) against
 // the live peaks, in chunks:
 //     best fit, 1 MiB rounding of requests >= 2 MiB (this model):            -1  0  0 +1  0    (2)

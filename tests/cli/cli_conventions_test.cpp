@@ -1,4 +1,4 @@
-// What a new user tripped on (issue 12): capacities need units, silent no-ops warn, one --json
+// What a new user trips on: capacities need units, silent no-ops warn, one --json
 // convention, compare marks OOM and names its columns, advise gives evidence, record always
 // leaves a trace.
 #include <gtest/gtest.h>

@@ -29,7 +29,7 @@ fs::path scratch(const std::string& name) {
 
 std::string bundled(const std::string& name) { return (testing::source_dir() / "traces" / name).string(); }
 
-// A trace whose pool assignment is inconsistent (issue 10's bad input): an allocation of pool 1
+// A trace whose pool assignment is inconsistent (bad input): an allocation of pool 1
 // inside a segment of the default pool. replay and validate name the event and exit 2; replay
 // --lenient counts and skips it.
 TEST(Cli, InconsistentPoolAssignmentIsRefusedWithTheEventIndex) {
@@ -96,7 +96,7 @@ TEST(Cli, FitAtACapacityNamesTheFailingEvent) {
   const auto trace = scratch("multistream3.mrt");
   ASSERT_EQ(run_cli("import " + bundled("multistream_pipeline.default.pickle.xz") + " -o " + trace.string()).status, 0);
   const auto r = run_cli("fit " + trace.string() + " --policy pytorch --capacity 300MiB --json -");
-  ASSERT_EQ(r.status, 1) << r.out;  // issue 12: fit --capacity exits 1 when the trace does not fit there
+  ASSERT_EQ(r.status, 1) << r.out;  // fit --capacity exits 1 when the trace does not fit there
   const auto json = nlohmann::json::parse(r.out);
   EXPECT_FALSE(json["fits"].get<bool>());
   EXPECT_TRUE(json["oom"]["replay_event"].is_number());

@@ -1,4 +1,4 @@
-// Hostile and damaged inputs (issue 13): each class of failure the issue found, reproduced with a
+// Hostile and damaged inputs: each class of failure found, reproduced with a
 // small fixture built here, and the rule that holds for all of them: one line on stderr naming
 // the file and a byte offset or event index, exit status 2, no leftover output, and — for inputs
 // of at most 1 MB — at most 1 GiB of memory and 10 s (the CLI runs under `ulimit -v` and

@@ -1,4 +1,4 @@
-// The `memreplay` policy against its targets (issue 11), on every shared trace:
+// The `memreplay` policy against its targets, on every real trace:
 //   reserved peak          <= 1.02 x requested peak
 //   smallest fitting cap   <= 1.01 x requested peak
 //   device calls           <= those of PyTorch's default allocator (cudaMalloc + map, cudaFree + unmap)
@@ -6,7 +6,7 @@
 // measured figure as a ceiling (so that a regression fails) and that the target is still missed
 // (so that the list stays true); kKnownCallsGaps lists them. It prints floor / PyTorch / memreplay
 // and a verdict for each trace: "impossible" where even the floor with one page of rounding slack
-// is above PyTorch's calls (tests/support/growth_bound.h, docs/memreplay-policy-calls.md).
+// is above PyTorch's calls (tests/support/growth_bound.h, docs/memreplay-policy.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -25,13 +25,13 @@ namespace memreplay {
 namespace {
 
 // Measured on 2026-12-02 (README, "The memreplay policy"), with a little headroom. The smallest
-// fitting capacity meets 1.01 on all nine since the footprint placement under a cap (fourth session).
+// fitting capacity meets 1.01 on all nine with the footprint placement under a cap.
 // Calls: an online allocator that must stay under 1.02 x an unknown peak can map at most 2% above
 // its high-water mark, so it pays at least the growth bound below. Where that bound is above
 // PyTorch's calls (gpt2_generate, vit) the target cannot be met; on gpt2_train it can but is not
 // (growth maps in steps of about one activation): the ceilings below are the measured figures
-// (sixth session: placements among cached runs, shortest run first, reclaims down to the line),
-// so that a regression fails. vit_infer_varbatch.emptycache meets it since the fifth session.
+// (placements among cached runs, shortest run first, reclaims down to the line),
+// so that a regression fails. vit_infer_varbatch.emptycache meets it.
 // Device calls / PyTorch default's where that target does not hold.
 const std::map<std::string, double> kKnownCallsGaps = {
     {"gpt2_generate.default", 1.30}, {"gpt2_train.capped", 1.01},          {"gpt2_train.default", 1.01},
@@ -192,7 +192,7 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
   // The floor in growth calls (tests/support/growth_bound.h). The strict one assumes mapped
   // bytes <= 1.02 x the live high-water mark at every moment; a policy that maps whole 2 MiB pages
   // does not keep that early on (on resnet50_train the tip mapped 1088 MiB at H = 1059.6 MiB,
-  // 1.0268 x, docs/memreplay-policy-calls.md section 7), so only the floor with one page of slack
+  // 1.0268 x, docs/memreplay-policy.md), so only the floor with one page of slack
   // at every moment is a lower bound for ours; both are printed.
   const std::vector<uint64_t> live = testing::live_curve(read_lifetimes(options.trace_path));
   const uint64_t bound = testing::min_growth_calls(live);

@@ -1,5 +1,5 @@
 // Unit tests of the pytorch policy's rules (policies/pytorch/), each on a small hand-made sequence
-// against a SimDevice. The rules and their examples come from shared/docs/pytorch-allocator.md and
+// against a SimDevice. The rules and their examples come from docs/policies.md (PyTorch's allocator, rule by rule) and
 // PyTorch 2.11's CUDACachingAllocator.cpp / AllocatorConfig.cpp.
 #include <gtest/gtest.h>
 

@@ -120,3 +120,15 @@ def test_a_trace_renders_in_jupyter(imported):
     page = trace._repr_html_()
     assert "<table>" in page and "gpt2_train.stacks" in page
     assert "reserved_bytes.all.peak" in memreplay.replay(trace)._repr_html_()
+
+
+def test_a_trace_of_another_torch_release_warns_as_the_cli_does(tmp_path):
+    from conftest import real_trace
+
+    trace = tmp_path / "newer.mrt"
+    run_cli("import", real_trace("multistream_pipeline.default"), "-o", trace, "--torch-version", "2.13.0")
+    cli_warning = run_cli("replay", trace).stderr
+    with pytest.warns(memreplay.MemreplayWarning) as caught:
+        memreplay.replay(trace)
+    assert [str(w.message) for w in caught] and all(str(w.message) in cli_warning for w in caught)
+    assert "2.13" in str(caught[0].message)

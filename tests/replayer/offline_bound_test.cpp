@@ -109,8 +109,8 @@ TEST(OfflineBound, PlacementIndexGivesTheOffsetsOfTheSortedScanOnARealTrace) {
   }
 }
 
-// The bound of every shared trace, as the sorted scan computed it before the placement index
-// (docs/policy-table-2026-12-01-s3/policy_table.json): the faster index changed no byte.
+// The bound of every real trace, as the sorted scan computed it before the placement index:
+// the faster index changed no byte.
 TEST(OfflineBound, SharedTracesKeepTheirPlacementFootprints) {
   struct Row {
     const char* trace;

@@ -1,4 +1,4 @@
-// Private pools and release-and-retry against PyTorch's real allocator (issue 10): the jobs of
+// Private pools and release-and-retry against PyTorch's real allocator: the jobs of
 // tools/gpu/pool_jobs.py, captured on an H200 with torch 2.11 (tests/data/pools/, see its README):
 // two CUDA graphs sharing a pool, a MemPool KV cache, make_graphed_callables,
 // torch.compile(mode="reduce-overhead"), capped varying-shape training that needs alloc retries,

@@ -1,5 +1,5 @@
 // A capacity below the state a truncated trace starts in (its adopted segments and blocks) is an
-// OOM, not bad input: `fit` probes such caps for every policy (issue 11: rmm_arena on
+// OOM, not bad input: `fit` probes such caps for every policy (rmm_arena on
 // gpt2_train.truncated was refused with exit 2, an empty cell in the README table).
 #include <gtest/gtest.h>
 

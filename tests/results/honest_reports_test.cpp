@@ -1,4 +1,4 @@
-// Truncated (ring-buffer) and interposed traces reported honestly (issue 10, parts 3 and 4):
+// Truncated (ring-buffer) and interposed traces reported honestly:
 // `info` counts the recorded actions exactly and lists the rebuilt starting state apart,
 // `validate` passes on our import of a truncated snapshot, no metric is taken between adopted
 // segments and adopted blocks, and a device call that failed never becomes a live allocation.

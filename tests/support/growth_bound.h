@@ -24,7 +24,7 @@
 // policies that keep the 1.02 x line at every moment beyond what rounding forces; a policy allowed
 // `slack_bytes` more at every moment (one page: what a page-granular allocator cannot avoid) has
 // the floor min_growth_calls(live, slack). The test names a trace impossible only when even the
-// one-page floor is above PyTorch's calls (docs/memreplay-policy-calls.md, section 6).
+// one-page floor is above PyTorch's calls (docs/memreplay-policy.md).
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // What `memreplay check` costs over all the shared traces × 5 policies, side by side with the same
-// replays run one by one (run_replay: each reads and decodes the trace again). Issue 12's target:
+// replays run one by one (run_replay: each reads and decodes the trace again). The target:
 // under 2 s for the whole set.
 //   build/tools/check_bench
 #include <benchmark/benchmark.h>

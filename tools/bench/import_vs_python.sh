@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole process against whole process, as issue 13 states the import target: `memreplay import F`
+# Whole process against whole process, as the import target is stated: `memreplay import F`
 # against `python3 -c 'import pickle; pickle.load(...)'` on the same file, alternating, ROUNDS
 # times (default 3), each under /usr/bin/time. Prints wall seconds, CPU seconds (user+sys) and
 # maximum resident set size of every run, then the median ratios.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the CUDA interposer costs a program per call and per recorded event (issue 5: at most
+# What the CUDA interposer costs a program per call and per recorded event (target: at most
 # 200 ns per event), measured A/B: tools/bench/interposer_bench runs alternately without (A, plain)
 # and with (B) LD_PRELOAD=libmemreplay_interposer.so, ROUNDS times each, the order flipped every
 # round (AB BA AB ...) so that a drift of the machine favours neither side.

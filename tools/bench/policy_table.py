@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates the README's table of every policy on every shared trace.
+"""Regenerates docs/policies.md's table of every policy on every real trace.
 
 For each trace of tests/data/real/traces (imported into a temporary folder): `memreplay compare --policy
 all` plus the configurations users pick by hand, `memreplay fit` for each (the smallest cap
 without OOM, 1 MiB resolution) and `memreplay bound` (the floor). Prints three Markdown tables
 (reserved peak / requested peak, smallest fitting cap / requested peak, device calls); with
---readme README.md it replaces the text between the `policy-table` markers there.
+--readme docs/policies.md it replaces the text between the `policy-table` markers there.
 
-  tools/bench/policy_table.py --memreplay build/tools/memreplay [--readme README.md] [--json out.json]
-  tools/bench/policy_table.py --from-json out.json --readme README.md      # tables only, no replays
+  tools/bench/policy_table.py --memreplay build/tools/memreplay [--readme docs/policies.md] [--json out.json]
+  tools/bench/policy_table.py --from-json out.json --readme docs/policies.md   # tables only, no replays
 """
 import argparse
 import json

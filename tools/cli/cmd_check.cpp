@@ -7,6 +7,7 @@
 #include "results/check_run.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_flags.h"
 #include "tools/cli/text_format.h"
 
 namespace memreplay::cli {
@@ -56,6 +57,7 @@ void check(const CheckOptions& options) {
   request.device = options.device;
   request.trace_device = options.trace_device;
   request.lenient = options.lenient;
+  request.warn = warn;  // each said once, before the first replay
   const results::CheckOutcome outcome = results::run_check(request);
 
   const size_t failures = outcome.failures();

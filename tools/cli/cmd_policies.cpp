@@ -22,16 +22,27 @@ void add_policies_command(CLI::App& app) {
     if (!json->empty()) {
       nlohmann::json out = {{"policies", nlohmann::json::array()}, {"devices", nlohmann::json::array()}};
       for (const auto& p : PolicyRegistry::instance().policies())
-        out["policies"].push_back({{"name", p.name}, {"description", p.description}, {"options", p.options_help}});
+        out["policies"].push_back(
+            {{"name", p.name},
+             {"description", p.description},
+             {"options", p.options_help},
+             {"models_torch_version",
+              p.models_torch_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.models_torch_version)}});
       for (const auto& d : DeviceRegistry::instance().devices())
         out["devices"].push_back({{"name", d.name}, {"description", d.description}});
       write_json(out, *json);
       if (*json == "-") return;
     }
     std::printf("Policies (--policy NAME[:OPTIONS]):\n");
-    for (const auto& p : PolicyRegistry::instance().policies())
+    for (const auto& p : PolicyRegistry::instance().policies()) {
       std::printf("  %-12s %s\n  %-12s options: %s\n", p.name.c_str(), p.description.c_str(), "",
                   p.options_help.c_str());
+      if (!p.models_torch_version.empty())
+        std::printf(
+            "  %-12s models PyTorch %s; other releases may decide otherwise, and no ground truth of "
+            "theirs is here (docs/pytorch-versions.md)\n",
+            "", p.models_torch_version.c_str());
+    }
     std::printf("Devices (--device NAME[:INDEX]):\n");
     for (const auto& d : DeviceRegistry::instance().devices())
       std::printf("  %-12s %s\n", d.name.c_str(), d.description.c_str());

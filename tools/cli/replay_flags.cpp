@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
@@ -33,8 +34,18 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
   add_json_option(command, json, json_what);
 }
 
+namespace {
+
+// One process runs one command: each warning is said once in it.
+void warn_once(const std::string& message) {
+  static std::set<std::string> said;
+  if (said.insert(message).second) warn(message);
+}
+
+}  // namespace
+
 void warn_before_replay(const ReplayOptions& options) {
-  for (const auto& warning : replay_warnings_before(options)) warn(warning);
+  for (const auto& warning : replay_warnings_before(options)) warn_once(warning);
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {

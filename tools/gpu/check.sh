@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU test and benchmark of memreplay in one call, on the lent GPU machine (docs/DEVICE.md).
+# Every GPU test and benchmark of memreplay in one call, on the lent GPU machine (docs/gpu-machine.md).
 #   here:  tools/gpu/prepare.sh            (portable build, traces imported, libraries gathered)
 #   there: tools/gpu/check.sh [BUILD_DIR]  (from the repository root; the device tool sets $OUT)
 # Runs the GPU tests (and the pool-model tests beside them), replays every trace of

@@ -1,4 +1,4 @@
-# Issue 12: memreplay's memory-viz export read by torch's own tools (torch.cuda._memory_viz), on
+# memreplay's memory-viz export read by torch's own tools (torch.cuda._memory_viz), on
 # the GPU machine's torch; and a real snapshot from this GPU to round-trip back home.
 # SNAPS (default build-h12/snaps) holds `memreplay export --to memory-viz` outputs, xz-compressed.
 # H12_CLI=0 skips torch's command line (each call imports torch again: seconds), H12_REAL=0 the

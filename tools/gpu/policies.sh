@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every policy on the H200 (--device cuda:0) against the simulator, with per-operation latency
-# percentiles (issue 11). One call, on the lent GPU machine (docs/DEVICE.md):
+# percentiles. One call, on the lent GPU machine (docs/gpu-machine.md):
 #   here:   tools/gpu/policies.sh --prepare BUILD BUNDLE   a portable static `memreplay` built in
 #           BUILD (MEMREPLAY_PORTABLE, CUDA device included) into BUNDLE/bin, the shared traces
 #           imported into BUNDLE/traces, its libraries beyond glibc, this script; carry BUNDLE

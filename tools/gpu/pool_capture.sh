@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pool ground truth of issue 10 on the lent GPU machine, in one call (docs/DEVICE.md). From the
+# The pool ground truth on the lent GPU machine, in one call (docs/gpu-machine.md). From the
 # repository root there, with the folder tools/gpu/pool_prepare.sh made here carried:
 #   bash FOLDER/pool_capture.sh [--fresh]
 # 1. builds the memreplay.torch tracker against the machine's torch (from FOLDER/src);

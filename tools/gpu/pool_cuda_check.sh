@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `--device cuda:0` against the simulator on every pool replay row (issue 10), in one call on the lent
-# GPU machine (docs/DEVICE.md), with the folder tools/gpu/pool_prepare.sh made here carried:
+# `--device cuda:0` against the simulator on every pool replay row, in one call on the lent
+# GPU machine (docs/gpu-machine.md), with the folder tools/gpu/pool_prepare.sh made here carried:
 #   bash FOLDER/pool_cuda_check.sh FOLDER
 # Replays each line of FOLDER/traces/replays.txt (trace, row, policy, cap) with the same binary on
 # both devices and writes $OUT/cuda_vs_sim.md (reserved peak, device allocs/frees, retries, OOM

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Private-pool and release-and-retry ground truth on a real GPU (issue 10), in one unattended run.
+"""Private-pool and release-and-retry ground truth on a real GPU, in one unattended run.
 
   pool_jobs.py --out DIR [--jobs NAME,...] [--parallel N] [--live]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what tools/gpu/pool_capture.sh needs on the GPU machine into one folder to carry
-# (docs/DEVICE.md): run HERE after building BUILD (default build):
+# (docs/gpu-machine.md): run HERE after building BUILD (default build):
 #   tools/gpu/pool_prepare.sh BUILD DEST
 # DEST gets the scripts, the memreplay.torch package and the C headers its tracker is built
 # against (src/), libmemreplay_record.so (lib/), memreplay and the libraries it needs beyond glibc

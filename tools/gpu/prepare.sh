@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares a build for tools/gpu/check.sh on the lent GPU machine (docs/DEVICE.md). Run HERE, from
+# Prepares a build for tools/gpu/check.sh on the lent GPU machine (docs/gpu-machine.md). Run HERE, from
 # anywhere in the checkout:
 #   tools/gpu/prepare.sh [BUILD_DIR]      (default: build)
 # It configures BUILD_DIR with MEMREPLAY_PORTABLE=ON, builds the three programs the check runs,

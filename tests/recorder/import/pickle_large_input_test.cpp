@@ -1,4 +1,4 @@
-// Pickles past what 32 bits address (issue 13, Deliver 2: "whatever the snapshot's size"): the
+// Pickles past what 32 bits address ("whatever the snapshot's size"): the
 // memo of millions of entries stays a bounded part of resident memory and still answers a GET of
 // any index, and inputs past 2 GiB and 4 GiB read right. The big inputs are anonymous memory of
 // which only the head and tail are written: a bytes object of gigabytes of zeros in between

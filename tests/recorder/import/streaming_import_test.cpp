@@ -1,4 +1,4 @@
-// Streaming import (issue 13, Deliver 2): a snapshot much bigger than the memory it is given
+// Streaming import: a snapshot much bigger than the memory it is given
 // imports whole. The fixture is tools/bench/make_big_snapshot.py's: the shared gpt2_generate trace
 // repeated at shifted addresses and times, as CPython lays out a real snapshot. The CLI runs as a
 // child process and its peak resident memory (wait4's ru_maxrss) is what is asserted; the

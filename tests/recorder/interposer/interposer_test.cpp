@@ -202,7 +202,7 @@ TEST_F(Interposer, MallocsCanBeRecordedAsTheProgramsAllocations) {
 }
 
 // The app's deliberately failing 2 TiB cudaMalloc, recorded as the program's allocation: flagged
-// failed, and never live (issue 10): info's peak is the real allocations', no policy runs out of
+// failed, and never live: info's peak is the real allocations', no policy runs out of
 // memory on it, validate finds nothing wrong.
 TEST_F(Interposer, AFailedMallocIsNeverReplayedAsALiveAllocation) {
   const Result r = run_app(path("t.mrt"), {{"MEMREPLAY_MALLOC_EVENTS", "alloc"}}, 1, 1);

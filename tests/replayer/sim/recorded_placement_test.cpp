@@ -116,15 +116,15 @@ TEST(RecordedPlacement, ReservationsStepOverRecordedSegments) {
   EXPECT_TRUE(*big >= recorded + 32 * kMiB || *big + 128 * kMiB <= recorded);
 }
 
-// The snapshot torch 2.11 wrote on the H200 (issue 12's run: 5 Adam steps of 8 Linear(2048, 2048),
-// one empty_cache; docs/gpu-results-2026-12-01-memory-viz). Its host mappings (the history ring
+// The snapshot torch 2.11 wrote on the H200 (5 Adam steps of 8 Linear(2048, 2048),
+// one empty_cache; torch's own statistics of that run in tests/data/h200_torch211_snapshot.live.json).
+// Its host mappings (the history ring
 // buffer growing) put segments where the placement model does not, and a tie between two free
 // 4 MiB blocks at event 62 goes the other way: the model alone replays to 765,460,480 bytes and 60
 // cudaMallocs. Placed where the trace recorded them, the replay equals torch's own statistics.
 TEST(RecordedPlacement, TheH200SnapshotReplaysToItsLiveStats) {
-  const auto proof =
-      testing::read_json(testing::source_dir() / "docs/gpu-results-2026-12-01-memory-viz/memory_viz_proof.json");
-  const nlohmann::json& live = proof.at("real");
+  const auto run = testing::read_json(testing::source_dir() / "tests/data/h200_torch211_snapshot.live.json");
+  const nlohmann::json& live = run.at("live_stats");
   const std::string trace =
       testing::imported_file(testing::source_dir() / "tests/data/h200_torch211_snapshot.pickle.xz");
   ReplayOptions request;
@@ -151,7 +151,7 @@ TEST(RecordedPlacement, TheH200SnapshotReplaysToItsLiveStats) {
 // runs out of memory at event 471 without leaving them, the model at event 243; both fail.
 TEST(RecordedPlacement, AProbeCappedBelowTheRecordedPeakGetsRunReplaysVerdict) {
   const auto dir = testing::source_dir();
-  const auto h200 = testing::read_json(dir / "docs/gpu-results-2026-12-01-memory-viz/memory_viz_proof.json").at("real");
+  const auto h200 = testing::read_json(dir / "tests/data/h200_torch211_snapshot.live.json").at("live_stats");
   const auto capped = testing::read_json(dir / "tests/data/pools/capped_retry.live.json");
   for (const auto& [snapshot, live] : {std::pair{dir / "tests/data/h200_torch211_snapshot.pickle.xz", h200},
                                        std::pair{dir / "tests/data/pools/capped_retry.pickle.xz", capped}}) {

@@ -267,7 +267,7 @@ TEST(SimAsyncPoolCalibration, RealTracesAgainstLiveAsyncpoolRuns) {
   }
 }
 
-// Issue 10's target: on every shared trace with a live backend:cudaMallocAsync run, the model's
+// The target: on every shared trace with a live backend:cudaMallocAsync run, the model's
 // reserved peak within 3% of the live run's, or one 32 MiB chunk, whichever is larger.
 TEST(SimAsyncPoolCalibration, EverySharedTraceWithinThreePercentOrOneChunkOfItsLiveRun) {
   const auto runs = testing::real_data_names("groundtruth/runs", ".asyncpool.json");
