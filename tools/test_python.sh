@@ -7,6 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 python=${PYTHON:-/usr/bin/python3}
+# A sanitizer build has no Python module (python/CMakeLists.txt): its C++ tests ran, these need a
+# plain build.
+if grep -q -E '^MEMREPLAY_(SANITIZE|TSAN):BOOL=ON' "$build/CMakeCache.txt"; then
+  echo "test_python: $build is a sanitizer build, without the Python module: the Python tests run on a plain build"
+  exit 0
+fi
 venv="$build/python-venv"
 rm -rf "$venv"
 "$python" -m venv --system-site-packages "$venv"
