@@ -25,7 +25,8 @@ prepare() {
   rm -rf "$kit"
   mkdir -p "$kit"/{lib,bin,deps,include}
   # Every static archive the module is linked with here (ours and zstd's, say), from its link command.
-  ninja -C "$build" -t commands memreplay_python | tail -1 | tr ' ' '\n' | grep '\.a$' | while read -r archive; do
+  ninja -C "$build" -t commands memreplay_python | tail -1 | tr ' ' '\n' | grep '\.a$' |
+    grep -v -E '/lib(rt|dl|pthread|m|c)\.a$' | while read -r archive; do
     [[ "$archive" = /* ]] || archive="$build/$archive"
     cp "$archive" "$kit/lib/"
   done
@@ -41,7 +42,7 @@ prepare() {
   # The headers the bindings include from outside the checkout, but Python's and pybind11's.
   local python_include
   python_include=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-  g++ -std=c++20 -MM -I. -I"$build" -I"$python_include" python/src/*.cpp | tr ' \\' '\n\n' |
+  g++ -std=c++20 -M -I. -I"$build" -I"$python_include" python/src/*.cpp | tr ' \\' '\n\n' |
     grep '^/usr/include/' | grep -v -e '^/usr/include/python3' -e '^/usr/include/pybind11/' |
     grep -e '/google/protobuf/' -e '/absl/' -e '/nlohmann/' -e 'zstd' -e 'lzma' | sort -u |
     while read -r header; do
