@@ -110,4 +110,9 @@ class CMakeBuild(build_ext):
             bundle_libraries(package)
 
 
-setup(ext_modules=[Extension("memreplay._core", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools' own staging, emptied first: files of an earlier build must not reach this package.
+SETUPTOOLS_BUILD = ROOT / "build" / "python-setuptools"
+shutil.rmtree(SETUPTOOLS_BUILD, ignore_errors=True)
+
+setup(ext_modules=[Extension("memreplay._core", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      options={"build": {"build_base": str(SETUPTOOLS_BUILD)}})

@@ -18,4 +18,4 @@ rm -rf "$venv"
 "$python" -m venv --system-site-packages "$venv"
 MEMREPLAY_BUILD_DIR="$build" "$venv/bin/pip" install --quiet --no-build-isolation --no-index --no-deps .
 # The package as installed, not the source tree: run from a folder where `memreplay` is not python/.
-PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python
+PATH="$venv/bin:$PATH" MEMREPLAY_BUILD_DIR="$build" "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python

@@ -132,3 +132,19 @@ def test_a_trace_of_another_torch_release_warns_as_the_cli_does(tmp_path):
         memreplay.replay(trace)
     assert [str(w.message) for w in caught] and all(str(w.message) in cli_warning for w in caught)
     assert "2.13" in str(caught[0].message)
+
+
+def test_a_plugin_loaded_by_path_replays_as_through_the_cli(imported):
+    import os
+    from pathlib import Path
+
+    build = Path(os.environ.get("MEMREPLAY_BUILD_DIR", "build"))
+    plugin = build / "examples" / "plugin" / "exact_size_plugin.so"
+    if not plugin.is_file():
+        pytest.fail(f"{plugin}: the example plugin is not built")
+    trace = imported("gpt2_train.default")
+    name = memreplay.load_plugin(plugin)
+    assert name == "example_exact_size" and name in [p["name"] for p in memreplay.policies()]
+    cli = cli_json("replay", trace, "--plugin", plugin, "--policy", name)
+    assert untimed(memreplay.replay(trace, policy=name).to_dict()) == untimed(cli)
+    assert untimed(memreplay.replay(trace, policy=str(plugin)).to_dict()) == untimed(cli)
