@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/schema_versions.h"
+
 namespace memreplay {
 namespace {
 
@@ -28,7 +30,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& p : m.timeline) timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
   return {
-      {"schema_version", kMetricsSchemaVersion},
+      {"schema_version", schema::kMetrics},
       {"policy", m.policy},
       {"device", m.device},
       {"trace_device", m.trace_device},
