@@ -14,8 +14,6 @@
 
 namespace memreplay::results {
 
-inline constexpr int kReportDataSchemaVersion = 2;  // 2: series as levels of chunks
-
 // Throws InputError for a damaged trace or a bad policy spec.
 nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies);
 
