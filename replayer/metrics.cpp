@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/torch_version.h"
+#include "proto/schema_versions.h"
 
 namespace memreplay {
 namespace {
@@ -36,7 +37,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& p : m.timeline) timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
   return {
-      {"schema_version", kMetricsSchemaVersion},
+      {"schema_version", schema::kMetrics},
       {"policy", m.policy},
       {"models_torch_version", torch_version_json(m.policy)},
       {"device", m.device},

@@ -1,5 +1,6 @@
 // ReplayMetrics: what one replay measured, and its JSON form. The JSON keys are a documented,
-// stable schema (README "Metrics"); bump kMetricsSchemaVersion on any incompatible change.
+// stable schema (README "Metrics"); bump schema::kMetrics (proto/schema_versions.h) on any
+// incompatible change.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,6 @@
 #include "replayer/latency_histogram.h"
 
 namespace memreplay {
-
-inline constexpr int kMetricsSchemaVersion = 1;
 
 struct TimelinePoint {
   uint64_t event = 0;  // index over alloc + free_completed events, start of the bucket

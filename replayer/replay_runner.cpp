@@ -31,6 +31,15 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
   return target;
 }
 
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event) {
+  if (read_any_event) return;
+  if (const auto note = reader.truncation_note())
+    throw InputError(reader.path() + ": no event to read: the file was cut off before its first whole chunk (" + *note +
+                     ")");
+  throw InputError(reader.path() +
+                   ": the trace holds no event (a recording of a program that made no GPU allocation?)");
+}
+
 ReplayMetrics run_replay(const ReplayOptions& options) {
   TraceReader reader(options.trace_path);
   auto [device, policy] = make_replay_target(reader, options);
@@ -40,11 +49,14 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
+  bool read_any_event = false;
   while (reader.next_batch(batch)) {
+    read_any_event = true;
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
     if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
   }
+  refuse_eventless_trace(reader, read_any_event);
   if (device->left_recorded_placement()) {
     ReplayOptions by_model = options;
     by_model.follow_recorded_placement = false;
@@ -71,15 +83,20 @@ std::optional<std::string> torch_version_warning(const std::string& trace, const
   return trace + ": " + *message;
 }
 
-std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
-  std::vector<std::string> warnings;
+std::optional<std::string> torch_version_warning(const std::string& trace, const std::string& policy_spec) {
   std::optional<TraceReader> reader;
   try {
-    reader.emplace(options.trace_path);
-  } catch (const std::exception&) {}
-  if (reader)
-    if (auto warning = torch_version_warning(options.trace_path, reader->header(), options.policy_spec))
-      warnings.push_back(std::move(*warning));
+    reader.emplace(trace);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return torch_version_warning(trace, reader->header(), policy_spec);
+}
+
+std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
+  std::vector<std::string> warnings;
+  if (auto warning = torch_version_warning(options.trace_path, options.policy_spec))
+    warnings.push_back(std::move(*warning));
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
   if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)

@@ -28,9 +28,15 @@ struct ReplayTarget {
 };
 ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options);
 
+// Refuses, with an InputError naming the file, a trace of which no event could be read: one cut
+// off before its first whole chunk, or one that holds no event. Either would replay (or validate)
+// as nothing at all, its zeros read as a result.
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event);
+
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
 // policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
-// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
+// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning);
+// one with no event to read is refused (refuse_eventless_trace).
 ReplayMetrics run_replay(const ReplayOptions& options);
 
 // The warning for replaying `trace` with `policy_spec` when the trace's torch release (its header's
@@ -38,6 +44,8 @@ ReplayMetrics run_replay(const ReplayOptions& options);
 // (torch_version_mismatch, policies/torch_version.h); nullopt when there is nothing to say.
 std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,
                                                  const std::string& policy_spec);
+// The same from the trace's own header; nothing for a trace that cannot be read (its replay says why).
+std::optional<std::string> torch_version_warning(const std::string& trace, const std::string& policy_spec);
 
 // What to tell the user before a replay, one line each: torch_version_warning (a trace that cannot
 // be read says nothing here: the replay reports it), and options that would silently do nothing:

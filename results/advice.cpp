@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "results/check.h"
 #include "results/fit_scan.h"
@@ -238,7 +239,7 @@ nlohmann::json advice_json(const Advice& a, const std::vector<std::vector<std::s
                       {"blocks", a.peak.top_stacks[i].blocks},
                       {"frames", i < frames.size() ? frames[i] : std::vector<std::string>{}}});
   return {{"schema", "memreplay-advice"},
-          {"schema_version", 1},
+          {"schema_version", schema::kAdvice},
           {"trace", a.trace},
           {"current", candidate(a.current)},
           {"empty_cache_calls", a.empty_cache_calls},

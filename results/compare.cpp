@@ -3,10 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/registry.h"
+#include "proto/schema_versions.h"
 
 namespace memreplay::results {
 
-std::vector<std::string> expand_policy_specs(const std::vector<std::string>& asked) {
+std::vector<std::string> compare_policy_specs(const std::vector<std::string>& asked) {
   std::vector<std::string> specs;
   for (const auto& spec : asked.empty() ? std::vector<std::string>{"all"} : asked) {
     if (spec != "all") {
@@ -29,8 +30,8 @@ nlohmann::json compare_json(const ReplayOptions& base, const std::vector<ReplayM
   nlohmann::json all = nlohmann::json::array();
   for (const auto& m : rows) all.push_back(compare_row_json(m));
   return {{"schema", "memreplay-compare"},
-          {"schema_version", kCompareSchemaVersion},
-          {"metrics_schema_version", kMetricsSchemaVersion},
+          {"schema_version", schema::kCompare},
+          {"metrics_schema_version", schema::kMetrics},
           {"trace", base.trace_path},
           {"capacity", base.capacity ? nlohmann::json(*base.capacity) : nlohmann::json(nullptr)},
           {"options",

@@ -12,12 +12,9 @@
 
 namespace memreplay::results {
 
-// Version of compare's JSON document (its "results" entries are replay's schema, kMetricsSchemaVersion).
-inline constexpr int kCompareSchemaVersion = 2;
-
-// No spec, or `all`: every registered policy with its default options (plugins loaded so far
-// included), in the registry's order.
-std::vector<std::string> expand_policy_specs(const std::vector<std::string>& asked);
+// The policies compare replays: each spec as given, in order (a repeated one again); `all`, or
+// none at all, every registered policy with its default options (plugins loaded so far included).
+std::vector<std::string> compare_policy_specs(const std::vector<std::string>& asked);
 
 // One row of the document: replay's JSON with reserved_over_requested and failed.
 nlohmann::json compare_row_json(const ReplayMetrics& m);

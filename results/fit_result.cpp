@@ -1,5 +1,6 @@
 #include "results/fit_result.h"
 
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 
 namespace memreplay::results {
@@ -42,7 +43,7 @@ nlohmann::json fit_scan_json(const ReplayOptions& replay, const FitScan& scan) {
 
 nlohmann::json fit_json(const std::vector<nlohmann::json>& results) {
   nlohmann::json out = results.size() == 1 ? results[0] : nlohmann::json{{"results", results}};
-  out["schema_version"] = kFitSchemaVersion;
+  out["schema_version"] = schema::kFit;
   return out;
 }
 

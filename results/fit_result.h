@@ -14,8 +14,6 @@
 
 namespace memreplay::results {
 
-inline constexpr int kFitSchemaVersion = 2;
-
 // The first failing allocation of `m` (replay and trace event, bytes, stack frames from `trace`);
 // null when it did not run out of memory.
 nlohmann::json oom_json(const ReplayMetrics& m, const std::string& trace);

@@ -14,8 +14,6 @@
 
 namespace memreplay::results {
 
-inline constexpr int kReportDataSchemaVersion = 2;  // 2: series as levels of chunks
-
 // The policies a report draws when none are asked for: pytorch and pytorch:expandable_segments:True.
 const std::vector<std::string>& default_report_policies();
 

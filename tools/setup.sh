@@ -10,7 +10,7 @@ packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler lib
           nlohmann-json3-dev libabsl-dev
           chromium python3  # chromium, python3: the report's browser tests
           python3-dev python3-venv python3-setuptools python3-pip pybind11-dev python3-pytest
-          python3-pandas)  # the Python package (tools/test_python.sh)
+          python3-pandas patchelf)  # the Python package (tools/test_python.sh, wheels)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

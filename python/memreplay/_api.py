@@ -232,31 +232,48 @@ def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
     return Advice(out["result"], out["text"])
 
 
-def check(traces: Union[TraceLike, Sequence[TraceLike]], policies: Union[str, Sequence[str]], *,
-          baseline: "Optional[str | os.PathLike[str]]" = None, update_baseline: bool = False,
+def check(traces: Union[TraceLike, Sequence[TraceLike], Mapping[str, TraceLike]], policies: Union[str, Sequence[str]],
+          *, baseline: "Optional[str | os.PathLike[str]]" = None, update_baseline: bool = False, accept: bool = False,
+          allow_new: bool = False, allow_shrink: bool = False, allow_empty: bool = False,
           tolerances: Optional[Mapping[str, Union[float, str]]] = None, max_reserved: Optional[Bytes] = None,
           max_overhead: Optional[float] = None, capacity: Optional[Bytes] = None, fit: bool = False,
           allow_incomplete: bool = False, device: str = "sim", trace_device: int = 0, lenient: bool = False,
-          junit: "Optional[str | os.PathLike[str]]" = None,
-          markdown: "Optional[str | os.PathLike[str]]" = None) -> CheckResult:
+          junit: "Optional[str | os.PathLike[str]]" = None, markdown: "Optional[str | os.PathLike[str]]" = None,
+          json: "Optional[str | os.PathLike[str]]" = None) -> CheckResult:
     """The CI gate (`memreplay check`): every trace × policy replayed and held against the baseline
     file (within `tolerances`, e.g. {"reserved_peak": "2%"}) and the plain limits (max_reserved,
-    max_overhead = reserved ÷ requested peak, capacity: an OOM under it fails). update_baseline
-    writes the baseline from these replays. Returns a CheckResult (true when every case passed, its
-    regressions one line each); junit and markdown write those reports too."""
-    items = [traces] if isinstance(traces, (str, os.PathLike, Mapping, Trace)) else list(traces)
-    loaded = [load(t) for t in items]
+    max_overhead = reserved ÷ requested peak, capacity: an OOM under it fails). `traces`: one trace,
+    a list (each keyed in the baseline by its name), or {name: trace}. update_baseline writes the
+    baseline from these replays (refused for a change beyond a tolerance unless accept); allow_new,
+    allow_shrink, allow_empty pass a case the baseline lacks, a requested peak or event count that
+    fell, a trace that requested nothing. Returns a CheckResult, true when it passed, its
+    regressions one line each; junit, markdown and json are written as the CLI writes them."""
+    if isinstance(traces, Mapping) and not _is_snapshot(traces):
+        named = [(name, load(t)) for name, t in traces.items()]
+    else:
+        items = [traces] if isinstance(traces, (str, os.PathLike, Mapping, Trace)) else list(traces)
+        named = [(None, load(t)) for t in items]
     request = _core.CheckRequest()
-    request.traces = [t.path for t in loaded]
-    request.policies = [_policy(p) for p in ([policies] if isinstance(policies, str) else policies)]
+    inputs = []
+    for name, t in named:
+        entry = _core.TraceInput()
+        entry.path = t.path
+        entry.name = name or t.name
+        inputs.append(entry)
+    request.traces = inputs
+    request.policies = [p if p == "all" else _policy(p) for p in ([policies] if isinstance(policies, str) else policies)]
     request.baseline = os.fspath(baseline) if baseline is not None else ""
     request.update_baseline = update_baseline
-    request.tolerances = _core.parse_tolerances([f"{k}={v}" for k, v in (tolerances or {}).items()])
-    limits = _core.Limits()
-    limits.max_reserved = None if max_reserved is None else parse_bytes(max_reserved, "max_reserved")
-    limits.max_overhead = max_overhead
-    request.limits = limits
+    request.tolerances = dict(_core.parse_tolerance(f"{k}={v}") for k, v in (tolerances or {}).items())
+    request.max_reserved = None if max_reserved is None else parse_bytes(max_reserved, "max_reserved")
+    request.max_overhead = max_overhead
     request.capacity = None if capacity is None else parse_bytes(capacity)
+    allow = _core.Allowances()
+    allow.allow_new, allow.allow_shrink, allow.allow_empty, allow.accept = allow_new, allow_shrink, allow_empty, accept
+    request.allow = allow
+    outputs = _core.CheckOutputs()
+    outputs.junit, outputs.markdown, outputs.json = (os.fspath(p) if p is not None else "" for p in (junit, markdown, json))
+    request.outputs = outputs
     request.fit = fit
     request.allow_incomplete = allow_incomplete
     request.device = device
@@ -264,10 +281,11 @@ def check(traces: Union[TraceLike, Sequence[TraceLike]], policies: Union[str, Se
     request.lenient = lenient
     out = _core.check(request)
     _warn(out["warnings"])
-    for path, text in ((junit, out["junit"]), (markdown, out["markdown"])):
-        if path is not None:
-            _write(path, text.encode())
-    return CheckResult(out["result"], out["junit"], out["markdown"], out["failures"])
+    return CheckResult(out["result"], out["junit"], out["markdown"], out["failures"], out["passed"], out["regressions"])
+
+
+def _is_snapshot(mapping: Mapping[str, Any]) -> bool:
+    return "device_traces" in mapping or "segments" in mapping
 
 
 def _write(path: "str | os.PathLike[str]", data: bytes) -> str:

@@ -27,19 +27,35 @@ class ReplayOptions:
     from_empty_pool: bool
     def __init__(self) -> None: ...
 
-class Limits:
-    max_reserved: Optional[int]
-    max_overhead: Optional[float]
+class TraceInput:
+    path: str
+    name: Optional[str]
+    def __init__(self) -> None: ...
+
+class Allowances:
+    allow_new: bool
+    allow_shrink: bool
+    allow_empty: bool
+    accept: bool
+    def __init__(self) -> None: ...
+
+class CheckOutputs:
+    junit: str
+    markdown: str
+    json: str
     def __init__(self) -> None: ...
 
 class CheckRequest:
-    traces: List[str]
+    traces: List[TraceInput]
     policies: List[str]
     baseline: str
     update_baseline: bool
     tolerances: Dict[str, float]
-    limits: Limits
+    max_reserved: Optional[int]
+    max_overhead: Optional[float]
     capacity: Optional[int]
+    allow: Allowances
+    outputs: CheckOutputs
     fit: bool
     allow_incomplete: bool
     device: str
@@ -62,7 +78,7 @@ def check_policy_spec(spec: str) -> None: ...
 def load_plugin(path: str) -> str: ...
 def load_environment_plugins() -> List[str]: ...
 def parse_bytes(text: str, option: str) -> Tuple[int, Optional[str]]: ...
-def parse_tolerances(specs: List[str]) -> Dict[str, float]: ...
+def parse_tolerance(spec: str) -> Tuple[str, float]: ...
 def default_tolerances() -> Dict[str, float]: ...
 def advise(options: ReplayOptions, fit: bool) -> Dict[str, Any]: ...
 def check(request: CheckRequest) -> Dict[str, Any]: ...

@@ -242,25 +242,29 @@ class Advice(Sequence[AdviceItem]):
 
 
 class CheckResult(Document):
-    """`memreplay check --json` (cases with their findings, tolerances), with regressions (one line
-    each), failures, passed, and the JUnit and Markdown views. True when every case passed."""
+    """`memreplay check --json` (every case with its status and findings, the tolerances, the
+    baseline update) as to_dict(), with regressions (what the CLI prints for each failure, one line
+    each), failures, passed, and the JUnit and Markdown views. True when it passed."""
 
-    def __init__(self, data: Dict[str, Any], junit: str, markdown: str, failures: int):
+    def __init__(self, data: Dict[str, Any], junit: str, markdown: str, failures: int, passed: bool,
+                 regressions: List[str]):
         super().__init__(data)
         self.junit = junit
         self.markdown = markdown
         self.failures = failures
+        self.regressions = regressions
+        self._passed = passed
 
     @property
     def passed(self) -> bool:
-        """Whether every trace × policy case is within its limits."""
-        return self.failures == 0
+        """No case failed and no baseline update was refused (the CLI's exit status 0)."""
+        return self._passed
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __repr__(self) -> str:
-        return f"CheckResult(passed={self.passed}, failures={self.failures}, regressions={self._data['regressions']!r})"
+        return f"CheckResult(passed={self.passed}, failures={self.failures}, regressions={self.regressions!r})"
 
     def _repr_markdown_(self) -> str:
         return self.markdown

@@ -12,9 +12,9 @@
 #include "replayer/bound/offline_bound.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
+#include "results/byte_count.h"
 #include "results/compare.h"
 #include "results/fit_result.h"
-#include "results/units.h"
 
 namespace memreplay::python {
 namespace {
@@ -52,7 +52,7 @@ py::dict replay(const ReplayOptions& options) {
 }
 
 py::dict compare(const ReplayOptions& base, const std::vector<std::string>& policies) {
-  const std::vector<std::string> specs = results::expand_policy_specs(policies);
+  const std::vector<std::string> specs = results::compare_policy_specs(policies);
   for (const auto& spec : specs) check_policy_spec(spec);
   std::vector<ReplayMetrics> rows;
   std::vector<std::string> warnings;

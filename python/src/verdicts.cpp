@@ -10,6 +10,7 @@
 #include "python/src/bindings.h"
 #include "replayer/replay_runner.h"
 #include "results/advice.h"
+#include "results/check_metrics.h"
 #include "results/check_run.h"
 #include "results/memory_viz_export.h"
 #include "results/peak_state.h"
@@ -40,31 +41,43 @@ py::dict advise(const ReplayOptions& options, bool with_fit) {
   return out;
 }
 
-// The cases as `memreplay check --json` writes them, with the JUnit and Markdown views.
+// What `memreplay check` computes and writes (request.outputs), with what it prints: the lines of
+// its regressions and of cases new to the baseline, and the torch release's warnings.
 py::dict check(const results::CheckRequest& request) {
   nlohmann::json document;
   std::string junit, markdown;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings, regressions;
+  bool passed = false;
   size_t failures = 0;
   {
     py::gil_scoped_release release;
-    const results::CheckOutcome outcome = results::run_check(request);
-    document = results::check_result_json(outcome.cases, outcome.tolerances, outcome.capacity);
-    junit = results::junit_xml(outcome.cases, outcome.seconds);
-    markdown = results::markdown_summary(outcome.cases);
-    failures = outcome.failures();
-    warnings = outcome.warnings;
-    for (const auto& c : outcome.cases)
+    for (const auto& trace : request.traces)
+      for (const auto& policy : request.policies)
+        if (auto warning = torch_version_warning(trace.path, policy))
+          if (std::find(warnings.begin(), warnings.end(), *warning) == warnings.end()) warnings.push_back(*warning);
+    const results::CheckResult result = results::run_check(request);
+    document = results::to_json(result);
+    junit = results::junit_xml(result);
+    markdown = results::markdown_summary(result);
+    passed = result.passed();
+    failures = result.failed_cases();
+    for (const auto& c : result.cases) {
+      if (c.is_new && !c.new_allowed)
+        regressions.push_back("NEW " + c.trace + " " + c.policy + ": no baseline entry (allow_new=True to pass it, " +
+                              "update_baseline=True to add it)");
       for (const auto& f : c.findings)
-        if (f.regression) document["regressions"].push_back(results::describe_finding(c, f));
-    if (!document.contains("regressions")) document["regressions"] = nlohmann::json::array();
-    document["seconds"] = outcome.seconds;
+        if (f.regression) regressions.push_back(results::describe_finding(c, f));
+    }
+    if (result.update && result.update->refused)
+      regressions.push_back("baseline NOT updated: " + *result.update->refused);
   }
   py::dict out;
   out["result"] = to_python(document);
   out["junit"] = junit;
   out["markdown"] = markdown;
+  out["passed"] = passed;
   out["failures"] = failures;
+  out["regressions"] = py::cast(regressions);
   out["warnings"] = py::cast(warnings);
   return out;
 }
@@ -150,10 +163,21 @@ py::dict peak_state(const ReplayOptions& options, size_t top) {
 }  // namespace
 
 void bind_verdicts(py::module_& m) {
-  py::class_<results::Limits>(m, "Limits", "Plain limits of a check (results/check.h).")
+  py::class_<results::TraceInput>(m, "TraceInput", "A trace of a check and its baseline name.")
       .def(py::init<>())
-      .def_readwrite("max_reserved", &results::Limits::max_reserved)
-      .def_readwrite("max_overhead", &results::Limits::max_overhead);
+      .def_readwrite("path", &results::TraceInput::path)
+      .def_readwrite("name", &results::TraceInput::name);
+  py::class_<results::Allowances>(m, "Allowances", "What a check lets pass (results/check.h).")
+      .def(py::init<>())
+      .def_readwrite("allow_new", &results::Allowances::allow_new)
+      .def_readwrite("allow_shrink", &results::Allowances::allow_shrink)
+      .def_readwrite("allow_empty", &results::Allowances::allow_empty)
+      .def_readwrite("accept", &results::Allowances::accept);
+  py::class_<results::CheckOutputs>(m, "CheckOutputs", "The files a check writes.")
+      .def(py::init<>())
+      .def_readwrite("junit", &results::CheckOutputs::junit)
+      .def_readwrite("markdown", &results::CheckOutputs::markdown)
+      .def_readwrite("json", &results::CheckOutputs::json);
   py::class_<results::CheckRequest>(m, "CheckRequest", "What one check is asked (results/check_run.h).")
       .def(py::init<>())
       .def_readwrite("traces", &results::CheckRequest::traces)
@@ -161,15 +185,18 @@ void bind_verdicts(py::module_& m) {
       .def_readwrite("baseline", &results::CheckRequest::baseline)
       .def_readwrite("update_baseline", &results::CheckRequest::update_baseline)
       .def_readwrite("tolerances", &results::CheckRequest::tolerances)
-      .def_readwrite("limits", &results::CheckRequest::limits)
+      .def_readwrite("max_reserved", &results::CheckRequest::max_reserved)
+      .def_readwrite("max_overhead", &results::CheckRequest::max_overhead)
       .def_readwrite("capacity", &results::CheckRequest::capacity)
+      .def_readwrite("allow", &results::CheckRequest::allow)
       .def_readwrite("fit", &results::CheckRequest::fit)
       .def_readwrite("allow_incomplete", &results::CheckRequest::allow_incomplete)
       .def_readwrite("device", &results::CheckRequest::device)
       .def_readwrite("trace_device", &results::CheckRequest::trace_device)
-      .def_readwrite("lenient", &results::CheckRequest::lenient);
-  m.def("parse_tolerances", &results::parse_tolerances, py::arg("specs"),
-        "{'reserved_peak': 0.02} from ['reserved_peak=2%']; InputError for a bad one.");
+      .def_readwrite("lenient", &results::CheckRequest::lenient)
+      .def_readwrite("outputs", &results::CheckRequest::outputs);
+  m.def("parse_tolerance", &results::parse_tolerance, py::arg("spec"),
+        "('reserved_peak', 0.02) from 'reserved_peak=2%'; InputError for a bad one.");
   m.def(
       "default_tolerances",
       [] {
@@ -181,8 +208,8 @@ void bind_verdicts(py::module_& m) {
   m.def("advise", &advise, py::arg("options"), py::arg("fit"),
         "{'result': what `memreplay advise --json` writes, 'text': what it prints}.");
   m.def("check", &check, py::arg("request"),
-        "{'result': what `memreplay check --json` writes (with 'regressions', 'seconds'), 'junit', 'markdown', "
-        "'failures'}.");
+        "{'result': what `memreplay check --json` writes, 'junit', 'markdown', 'passed', 'failures', "
+        "'regressions', 'warnings'}; the request's output files written.");
   m.def("report", &report, py::arg("options"), py::arg("policies"), "{'html': the page, 'data': its data}.");
   m.def("export_memory_viz", &export_memory_viz, py::arg("trace"), py::arg("trace_device"), py::arg("policy"),
         "The trace as a PyTorch memory snapshot pickle, for memory_viz.");

@@ -28,7 +28,7 @@ struct CompareOptions {
 
 void compare(const CompareOptions& options) {
   std::vector<ReplayMetrics> rows;
-  for (const auto& spec : results::expand_policy_specs(options.policies)) {
+  for (const auto& spec : results::compare_policy_specs(options.policies)) {
     if (stderr_is_terminal()) std::cerr << "replaying with " << spec << "...\n";
     ReplayOptions replay = options.replay;
     replay.policy_spec = spec;

@@ -44,6 +44,10 @@ void warn_once(const std::string& message) {
 
 }  // namespace
 
+void warn_torch_version(const std::string& trace, const std::string& policy_spec) {
+  if (const auto warning = torch_version_warning(trace, policy_spec)) warn_once(*warning);
+}
+
 void warn_before_replay(const ReplayOptions& options) {
   for (const auto& warning : replay_warnings_before(options)) warn_once(warning);
 }

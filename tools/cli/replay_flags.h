@@ -25,6 +25,9 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
 // before, each once per command however many replays it runs (the torch release's warning of
 // every trace command: replay, compare, fit, advise, report).
 void warn_before_replay(const ReplayOptions& options);
+// torch_version_warning (replayer/replay_runner.h) printed, once per command: what check says for
+// each trace × policy before its replays.
+void warn_torch_version(const std::string& trace, const std::string& policy_spec);
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 
 // One metrics row as the table the replay and compare commands print.

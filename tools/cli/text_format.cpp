@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/input_error.h"
+#include "results/byte_count.h"
 #include "results/units.h"
 
 namespace memreplay::cli {
