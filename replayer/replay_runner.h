@@ -29,6 +29,10 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
 // replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
 ReplayMetrics run_replay(const ReplayOptions& options);
 
+// What a trace cut off mid-write lost, into `metrics` (trace_complete, loss), once the replay has
+// read all of `reader` that it could.
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics);
+
 // run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
 // Throws InputError when even that runs out of memory.
 ReplayMetrics run_uncapped_replay(const ReplayOptions& options);

@@ -35,10 +35,6 @@ const std::vector<CheckMetric>& check_metrics();
 // Throws InputError naming `name` and listing the valid names when it is not a metric.
 const CheckMetric& check_metric(std::string_view name);
 
-// Device calls of a replay: mallocs + frees (cudaMalloc, cudaFree, map, unmap) and, for a
-// stream-ordered pool, the allocations that grew it and the trims.
-uint64_t total_device_calls(const ReplayMetrics& m);
-
 // The numbers of one trace × policy that check compares; min_fit_bytes only when computed.
 using MetricValues = std::map<std::string, double>;
 MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes);

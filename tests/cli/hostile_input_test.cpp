@@ -425,7 +425,8 @@ TEST_F(HostileInput, ReplayOfACutTraceIsMarkedIncompleteWithWhatWasLost) {
   options.trace_path = cut;
   options.policy_spec = "pytorch";
   const ReplayMetrics m = run_replay(options);
-  EXPECT_FALSE(m.complete);
+  EXPECT_FALSE(m.trace_complete);
+  EXPECT_FALSE(m.complete());
   ASSERT_TRUE(m.loss.has_value());
   EXPECT_GT(m.loss->whole_events, 0u);
   EXPECT_LT(m.loss->whole_events, 1647u);  // the trace's entries (and its preexisting events)
