@@ -39,6 +39,10 @@ struct PolicyInfo {
   // After every block is freed, empty_cache() gives everything back to the device (the contract
   // suite checks reserved == 0 then).
   bool releases_on_empty_cache = true;
+  // What the policy takes from the device at its first request when it takes a fixed share of it
+  // rather than what the trace needs ("" for none): its reserved peak is then that share of the
+  // (simulated) device's memory or of the --capacity, which every table names next to it.
+  std::string reserves_up_front;
 };
 
 class PolicyRegistry {
