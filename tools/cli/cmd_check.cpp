@@ -149,7 +149,7 @@ void check(const CheckOptions& options) {
       if (options.fit || (entry && entry->values.count("min_fit_bytes"))) {
         ReplayOptions probe = base;
         probe.policy_spec = policy;
-        min_fit = results::scan_min_capacity(probe, 1 << 20, 16).smallest_fit_bytes;
+        min_fit = results::scan_min_capacity(probe).smallest_fit_bytes;
       }
       const auto values = results::metric_values(replays.metrics[p], min_fit);
       cases.push_back(results::evaluate_case(trace_names[t], policy, values, entry, tolerances, limits));
