@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policies/torch_version.h"
+#include "proto/schema_versions.h"
+
 namespace memreplay {
 namespace {
 
@@ -20,6 +23,12 @@ nlohmann::json latency_json(const std::optional<OperationLatencies>& l) {
   return {{"allocate",
            {{"cached", latency_json(l->allocate_cached)}, {"device_call", latency_json(l->allocate_device_call)}}},
           {"free", {{"cached", latency_json(l->free_cached)}, {"device_call", latency_json(l->free_device_call)}}}};
+}
+
+// The PyTorch release the replayed policy models ("2.11"), null for a policy that models none.
+nlohmann::json torch_version_json(const std::string& policy_spec) {
+  const std::string version = models_torch_version(policy_spec);
+  return version.empty() ? nlohmann::json(nullptr) : nlohmann::json(version);
 }
 
 nlohmann::json device_calls_json(const DeviceCalls& c) {
@@ -44,8 +53,9 @@ nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& p : m.timeline) timeline.push_back({p.event, p.time_ns, p.reserved, p.allocated, p.requested});
   return {
-      {"schema_version", kMetricsSchemaVersion},
+      {"schema_version", schema::kMetrics},
       {"policy", m.policy},
+      {"models_torch_version", torch_version_json(m.policy)},
       {"device", m.device},
       {"trace_device", m.trace_device},
       {"capacity", optional_json(m.capacity)},

@@ -1,5 +1,6 @@
 // ReplayMetrics: what one replay measured, and its JSON form. The JSON keys are a documented,
-// stable schema (README "Metrics"); bump kMetricsSchemaVersion on any incompatible change.
+// stable schema (README "Metrics"); bump schema::kMetrics (proto/schema_versions.h) on any
+// incompatible change.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,6 @@
 #include "replayer/latency_histogram.h"
 
 namespace memreplay {
-
-// 2: "complete" is false for a replay that stopped at an OOM too ("trace_complete" is the file's),
-// device_calls and device_calls_by_kind, the moment at the peak (peak_*_event) and both ends of it.
-inline constexpr int kMetricsSchemaVersion = 2;
 
 struct TimelinePoint {
   uint64_t event = 0;  // index over alloc + free_completed events, start of the bucket

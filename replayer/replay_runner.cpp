@@ -30,6 +30,15 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
   return target;
 }
 
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event) {
+  if (read_any_event) return;
+  if (const auto note = reader.truncation_note())
+    throw InputError(reader.path() + ": no event to read: the file was cut off before its first whole chunk (" + *note +
+                     ")");
+  throw InputError(reader.path() +
+                   ": the trace holds no event (a recording of a program that made no GPU allocation?)");
+}
+
 ReplayMetrics run_replay(const ReplayOptions& options) {
   TraceReader reader(options.trace_path);
   auto [device, policy] = make_replay_target(reader, options);
@@ -39,11 +48,14 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
+  bool read_any_event = false;
   while (reader.next_batch(batch)) {
+    read_any_event = true;
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
     if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
   }
+  refuse_eventless_trace(reader, read_any_event);
   if (device->left_recorded_placement()) {
     ReplayOptions by_model = options;
     by_model.follow_recorded_placement = false;

@@ -1,14 +1,14 @@
 // The advice as JSON and as text (results/advice.h).
 #include <nlohmann/json.hpp>
 
+#include "proto/schema_versions.h"
+
 #include "results/advice.h"
 #include "results/text_table.h"
 #include "results/units.h"
 
 namespace memreplay::results {
 namespace {
-
-constexpr int kAdviceSchemaVersion = 2;  // 2: capacity, call rule, recommended, each setting's fit and standing
 
 std::string gpu_label(uint64_t bytes) { return std::to_string(bytes / 1'000'000'000) + "GB"; }
 
@@ -133,7 +133,7 @@ nlohmann::json advice_json(const Advice& a, const std::vector<std::vector<std::s
                       {"frames", i < frames.size() ? frames[i] : std::vector<std::string>{}}});
   const CallRule& r = a.call_rule;
   return {{"schema", "memreplay-advice"},
-          {"schema_version", kAdviceSchemaVersion},
+          {"schema_version", schema::kAdvice},
           {"trace", a.trace},
           {"capacity", a.capacity ? nlohmann::json(*a.capacity) : nullptr},
           {"current", candidate_json(a, a.current)},

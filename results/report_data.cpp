@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "results/advice.h"
 #include "results/metrics_table.h"
@@ -154,7 +155,7 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
   const auto advice_frames = stack_lines(base.trace_path, advice.peak.top_stacks);
 
   return {{"schema", "memreplay-report"},
-          {"schema_version", kReportDataSchemaVersion},
+          {"schema_version", schema::kReportData},
           {"trace", std::filesystem::path(base.trace_path).filename().string()},
           {"complete", replays.complete},
           {"capacity", base.capacity ? nlohmann::json(*base.capacity) : nullptr},

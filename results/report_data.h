@@ -15,9 +15,6 @@
 
 namespace memreplay::results {
 
-// 2: series as levels of chunks; 3: the star by the call rule, device calls by kind, the peak's moment
-inline constexpr int kReportDataSchemaVersion = 3;
-
 // The first of `policies` is the current setting (the advice and the star's call rule start from
 // it). Throws InputError for a damaged trace or a bad policy spec.
 nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies,

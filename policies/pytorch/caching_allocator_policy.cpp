@@ -577,7 +577,9 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
 // expandable segments, and their mixes.
 MEMREPLAY_REGISTER_POLICY(
     pytorch, .name = "pytorch",
-    .description = "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
+    .description =
+        "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact against "
+        "real H200 PyTorch 2.11 traces",
     .options_help =
         "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
         "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
@@ -591,6 +593,7 @@ MEMREPLAY_REGISTER_POLICY(
                              "large_segment_size_mb:40",
                              "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
                              "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
-                             "expandable_segments:True,garbage_collection_threshold:0.6"});
+                             "expandable_segments:True,garbage_collection_threshold:0.6"},
+    .models_torch_version = "2.11");
 
 }  // namespace memreplay::pytorch

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policies/registry.h"
+#include "proto/schema_versions.h"
 #include "replayer/replay_runner.h"
 #include "results/metrics_table.h"
 #include "results/recommendation.h"
@@ -23,9 +24,6 @@ constexpr const char* kHelp =
     "  memreplay compare run.mrt --policy pytorch --policy pytorch:expandable_segments:True "
     "--policy pytorch:max_split_size_mb:64\n"
     "  memreplay compare run.mrt --policy all    # every registered policy";
-
-// Version of compare's JSON document (the "results" entries are replay's schema, kMetricsSchemaVersion).
-constexpr int kCompareSchemaVersion = 3;  // 3: recommended, call_rule, each result's standing
 
 struct CompareOptions {
   ReplayOptions replay;  // policy_spec: each of `policies` in turn
@@ -100,8 +98,8 @@ void compare(const CompareOptions& options) {
   const ReplayOptions& r = options.replay;
   const nlohmann::json document = {
       {"schema", "memreplay-compare"},
-      {"schema_version", kCompareSchemaVersion},
-      {"metrics_schema_version", kMetricsSchemaVersion},
+      {"schema_version", schema::kCompare},
+      {"metrics_schema_version", schema::kMetrics},
       {"trace", r.trace_path},
       {"capacity", r.capacity ? nlohmann::json(*r.capacity) : nlohmann::json(nullptr)},
       {"options",

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
@@ -158,7 +159,7 @@ void fit(const FitOptions& options) {
   if (!options.json.empty()) {
     // One policy: its object, as before; several: {"results": [...]}.
     nlohmann::json out = results.size() == 1 ? results[0] : nlohmann::json{{"results", results}};
-    out["schema_version"] = 3;
+    out["schema_version"] = schema::kFit;
     write_json(out, options.json);
   }
   if (!all_fit) command_exit_status = 1;

@@ -31,7 +31,9 @@ void add_policies_command(CLI::App& app) {
              {"description", p.description},
              {"options", p.options_help},
              {"reserves_up_front",
-              p.reserves_up_front.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.reserves_up_front)}});
+              p.reserves_up_front.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.reserves_up_front)},
+             {"models_torch_version",
+              p.models_torch_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.models_torch_version)}});
       for (const auto& d : DeviceRegistry::instance().devices())
         out["devices"].push_back({{"name", d.name}, {"description", d.description}});
       write_json(out, *json);
@@ -47,6 +49,10 @@ void add_policies_command(CLI::App& app) {
       line(p.name, p.description);
       line("", "options: " + p.options_help);
       if (!p.reserves_up_front.empty()) line("", "reserves up front: " + p.reserves_up_front);
+      if (!p.models_torch_version.empty())
+        line("", "models PyTorch " + p.models_torch_version +
+                     "; other releases may decide otherwise, and no ground truth of theirs is here "
+                     "(docs/pytorch-versions.md)");
     }
     text += "Devices (--device NAME[:INDEX]):\n";
     for (const auto& d : DeviceRegistry::instance().devices()) line(d.name, d.description);

@@ -4,6 +4,7 @@
 
 #include "proto/trace_reader.h"
 #include "replayer/pool_consistency.h"
+#include "replayer/replay_runner.h"
 #include "replayer/trace_validator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -15,7 +16,8 @@ namespace {
 constexpr const char* kHelp =
     "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
     "going backwards and, in a trace with private pools, allocations outside every live segment of "
-    "their pool and frees into another pool, each named with its event index. Exit status 2 if any.\n"
+    "their pool and frees into another pool, each named with its event index. Exit status 2 if any, and for a "
+    "trace with no event to read (cut off before its first whole chunk, or empty).\n"
     "  memreplay validate run.mrt";
 
 struct ValidateOptions {
@@ -32,6 +34,7 @@ void validate(const ValidateOptions& options) {
     validator.add(batch, index);
     index += batch.size();
   }
+  refuse_eventless_trace(reader, index != 0);
   nlohmann::json problems = nlohmann::json::array();
   for (const auto& p : validator.problems())
     problems.push_back({{"event", p.event}, {"kind", p.kind}, {"message", p.message}});

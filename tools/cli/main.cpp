@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
     app.parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::ParseError& e) {
     const int status = app.exit(e);
+    if (status != 0)
+      for (const auto& report : memreplay::cli::parse_error_reporters) report(e.what());
     return status == 0 ? 0 : 2;
   } catch (const memreplay::InputError& e) {
     std::cerr << "memreplay: " << e.what() << "\n";

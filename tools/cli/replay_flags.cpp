@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <set>
 
+#include "policies/torch_version.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "tools/cli/command.h"
@@ -42,7 +45,27 @@ void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::
                      consequence);
 }
 
+void warn_torch_version(const std::string& trace, const proto::TraceHeader& header, const std::string& policy_spec) {
+  static std::set<std::string> said;  // one process runs one command
+  const auto& settings = header.allocator_settings();
+  const auto recorded = settings.find(std::string(kTorchVersionSetting));
+  if (recorded == settings.end()) return;
+  if (const auto message = torch_version_mismatch(recorded->second, policy_spec))
+    if (said.insert(trace + '\n' + *message).second) warn(trace + ": " + *message);
+}
+
+void warn_torch_version(const std::string& trace, const std::string& policy_spec) {
+  std::optional<TraceReader> reader;
+  try {
+    reader.emplace(trace);
+  } catch (const std::exception&) {
+    return;
+  }
+  warn_torch_version(trace, reader->header(), policy_spec);
+}
+
 void warn_before_replay(const ReplayOptions& options) {
+  warn_torch_version(options.trace_path, options.policy_spec);
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
   if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "proto/trace.pb.h"
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
@@ -25,8 +26,16 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
 void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
 
 // Warnings for options that would silently do nothing: garbage_collection_threshold without a cap,
-// per_process_memory_fraction next to --capacity (which wins), a --trace-device with no events.
+// per_process_memory_fraction next to --capacity (which wins), a --trace-device with no events;
+// and warn_torch_version's.
 void warn_before_replay(const ReplayOptions& options);
+// The one warning of every trace command (replay, compare, fit, advise, check, report) when the
+// trace's torch version (its header's setting torch_version) is another major.minor than the one
+// `policy_spec` models (torch_version_mismatch, policies/torch_version.h). Each message is printed
+// once per command, however many replays of the trace it runs. A trace that cannot be read says
+// nothing here: the replay reports it.
+void warn_torch_version(const std::string& trace, const proto::TraceHeader& header, const std::string& policy_spec);
+void warn_torch_version(const std::string& trace, const std::string& policy_spec);
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 
 // The per-operation latencies of a --time-operations replay; nothing without them.
