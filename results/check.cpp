@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
 #include "proto/input_error.h"
 #include "results/units.h"
 
@@ -109,17 +110,7 @@ void save_baseline(const Baseline& b, const std::string& path) {
                             {"capacity", b.capacity ? nlohmann::json(*b.capacity) : nlohmann::json(nullptr)},
                             {"tolerances", b.tolerances},
                             {"entries", entries}};
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(temporary, ec);
-      throw InputError(path + ": cannot write the baseline");
-    }
-  }
-  std::filesystem::rename(temporary, path);
+  write_output_file(path, j.dump(2) + "\n");
 }
 
 bool CheckCase::failed() const {
