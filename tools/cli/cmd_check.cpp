@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/output_file.h"
+#include "base/text_escape.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/check.h"
@@ -95,6 +97,7 @@ void check(const CheckOptions& options) {
 
   results::Baseline baseline;
   const bool compare_to_baseline = !options.baseline.empty() && !options.update_baseline;
+  if (compare_to_baseline) protect_input(options.baseline);  // read only: --junit or --json must not replace it
   if (!options.baseline.empty() && (compare_to_baseline || std::filesystem::exists(options.baseline)))
     baseline = results::load_baseline(options.baseline);
   if (compare_to_baseline && baseline.capacity != capacity)
@@ -162,7 +165,7 @@ void check(const CheckOptions& options) {
   for (const auto& c : cases) {
     failures += c.failed();
     for (const auto& f : c.findings)
-      if (f.regression) std::fprintf(stderr, "REGRESSION %s\n", results::describe_finding(c, f).c_str());
+      if (f.regression) std::fprintf(stderr, "REGRESSION %s\n", terminal_safe(results::describe_finding(c, f)).c_str());
   }
   if (options.json != "-")
     std::printf("memreplay check: %zu of %zu trace × policy cases within their limits (%.2f s)%s\n",
@@ -194,7 +197,8 @@ void add_check_command(CLI::App& app) {
   auto [command, options] = add_command<CheckOptions>(app, "check", kHelp, check);
   command.add_option("TRACE", options.traces, "trace files (.mrt); each is named by its file name without .mrt")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->each(open_trace_input);
   command.add_option("--policy", options.policies, "a policy spec; repeat for each policy")->required();
   command.add_option("--baseline", options.baseline, "the committed baseline (JSON) to compare with");
   command.add_flag("--update-baseline", options.update_baseline,
