@@ -3,36 +3,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/text_escape.h"
 #include "results/check.h"
 
 namespace memreplay::results {
-namespace {
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
-
-std::string markdown_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '|' || ch == '`' || ch == '*' || ch == '_') out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string junit_xml(const std::vector<CheckCase>& cases, double seconds) {
   size_t failures = 0;
@@ -46,19 +20,19 @@ std::string junit_xml(const std::vector<CheckCase>& cases, double seconds) {
       << "  <testsuite name=\"memreplay check\" tests=\"" << cases.size() << "\" failures=\"" << failures
       << "\" errors=\"0\" time=\"" << time << "\">\n";
   for (const auto& c : cases) {
-    xml << "    <testcase classname=\"memreplay.check." << xml_escape(c.trace) << "\" name=\"" << xml_escape(c.policy)
+    xml << "    <testcase classname=\"memreplay.check." << xml_safe(c.trace) << "\" name=\"" << xml_safe(c.policy)
         << "\">\n";
     std::string details;
     size_t regressions = 0;
     for (const auto& f : c.findings) {
-      details += describe_finding(c, f) + "\n";
+      details += terminal_safe(describe_finding(c, f)) + "\n";  // one line each, whatever the names hold
       regressions += f.regression;
     }
     if (c.failed())
       xml << "      <failure message=\"" << regressions << " metric(s) past their limit\" type=\"regression\">"
-          << xml_escape(details) << "</failure>\n";
+          << xml_safe(details, true) << "</failure>\n";
     else
-      xml << "      <system-out>" << xml_escape(details) << "</system-out>\n";
+      xml << "      <system-out>" << xml_safe(details, true) << "</system-out>\n";
     xml << "    </testcase>\n";
   }
   xml << "  </testsuite>\n</testsuites>\n";
@@ -75,13 +49,14 @@ std::string markdown_summary(const std::vector<CheckCase>& cases) {
     md << "**Regressions**\n\n";
     for (const auto& c : cases)
       for (const auto& f : c.findings)
-        if (f.regression) md << "- " << markdown_escape(describe_finding(c, f)) << "\n";
+        if (f.regression) md << "- " << markdown_safe(describe_finding(c, f)) << "\n";
     md << "\n";
   }
   md << "| | trace | policy | reserved peak | reserved ÷ requested | unallocated at peak | free-space "
         "fragmentation at peak | device calls | OOM |\n|---|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& c : cases) {
-    md << "| " << (c.failed() ? "❌" : "✅") << " | " << markdown_escape(c.trace) << " | `" << c.policy << "` |";
+    md << "| " << (c.failed() ? "❌" : "✅") << " | " << markdown_safe(c.trace) << " | " << markdown_safe(c.policy)
+       << " |";
     for (const char* metric :
          {"reserved_peak", "overhead", "unallocated_at_peak", "free_fragmentation_at_peak", "device_calls", "oom"})
       md << " " << format_metric(metric, c.values.at(metric)) << " |";

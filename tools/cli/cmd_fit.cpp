@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "base/text_escape.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
@@ -68,8 +69,8 @@ nlohmann::json fit_at_capacity(const ReplayOptions& replay, bool print, bool& al
                   static_cast<unsigned long long>(*m.oom_at_event), static_cast<unsigned long long>(*m.oom_trace_event),
                   format_bytes(*m.oom_request_bytes).c_str());
       for (const auto& frame : result["oom"]["stack"])
-        std::printf("    %s:%d %s\n", frame["filename"].get<std::string>().c_str(), frame["line"].get<int>(),
-                    frame["name"].get<std::string>().c_str());
+        std::printf("    %s:%d %s\n", terminal_safe(frame["filename"].get<std::string>()).c_str(),
+                    frame["line"].get<int>(), terminal_safe(frame["name"].get<std::string>()).c_str());
     }
   }
   return result;
