@@ -10,8 +10,9 @@
 
 namespace memreplay::cli {
 
-// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of
-// 1000), case-insensitive, through the policies' one parser (policies/detail/policy_options.h).
+// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T alone mean the
+// same: 24G is 24 GiB) or KB, MB, GB, TB (powers of 1000), case-insensitive, through the
+// policies' one parser (policies/detail/policy_options.h).
 // A plain integer is bytes, with a warning (a forgotten unit: "7" is 7 bytes); '' and a fraction
 // without a unit ("7.5") are refused. Throws InputError naming `option`.
 uint64_t parse_bytes(std::string_view text, std::string_view option);
