@@ -119,7 +119,7 @@ OutputFile::OutputFile(std::string path, Mode mode) : path_(std::move(path)) {
   if (special || !target || mode == Mode::in_place) {
     // A FIFO blocks here until its reader opens it, as a shell's `> fifo` does.
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | (special ? 0 : O_CREAT | O_TRUNC), 0666);
-    if (fd_ < 0) throw file_error(path_, "open for writing", errno);
+    if (fd_ < 0) throw file_error(path_, special ? "open for writing" : "create", errno);
     target_ = path_;
     return;
   }
