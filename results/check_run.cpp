@@ -14,7 +14,7 @@
 #include "results/baseline_lock.h"
 #include "results/bounded_json.h"
 #include "results/fit_scan.h"
-#include "results/output_file.h"
+#include "base/output_file.h"
 #include "results/replay_batch.h"
 #include "results/units.h"
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/text_escape.h"
 #include "results/advice.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -29,6 +30,13 @@ struct AdviseOptions {
   std::string json;
 };
 
+// The frames as the terminal may show them (the JSON keeps them as recorded).
+std::vector<std::vector<std::string>> terminal_safe_frames(std::vector<std::vector<std::string>> stacks) {
+  for (auto& stack : stacks)
+    for (auto& frame : stack) frame = terminal_safe(frame);
+  return stacks;
+}
+
 void advise(const AdviseOptions& options) {
   refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
                           "advice from part of a run would mislead (--allow-incomplete to advise anyway)");
@@ -37,7 +45,7 @@ void advise(const AdviseOptions& options) {
       results::advise(options.replay, options.replay.policy_spec, !options.no_fit, options.max_call_ratio);
   warn_after_replay(options.replay, advice.current.metrics);
   const auto frames = results::stack_lines(options.replay.trace_path, advice.peak.top_stacks);
-  if (options.json != "-") std::fputs(results::advice_text(advice, frames).c_str(), stdout);
+  if (options.json != "-") std::fputs(results::advice_text(advice, terminal_safe_frames(frames)).c_str(), stdout);
   if (!options.json.empty()) write_json(results::advice_json(advice, frames), options.json);
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "base/text_escape.h"
 #include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
@@ -95,8 +96,8 @@ nlohmann::json fit_at_capacity(const FitOptions& options, const ReplayOptions& r
   if (replay.continue_after_oom)
     std::printf("  %llu allocations failed in all (--keep-going)\n", static_cast<unsigned long long>(m.ooms));
   for (const auto& frame : result["oom"]["stack"])
-    std::printf("    %s:%d %s\n", frame["filename"].get<std::string>().c_str(), frame["line"].get<int>(),
-                frame["name"].get<std::string>().c_str());
+    std::printf("    %s:%d %s\n", terminal_safe(frame["filename"].get<std::string>()).c_str(), frame["line"].get<int>(),
+                terminal_safe(frame["name"].get<std::string>()).c_str());
   return result;
 }
 

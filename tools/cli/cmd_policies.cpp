@@ -21,6 +21,7 @@ void add_policies_command(CLI::App& app) {
   auto json = std::make_shared<std::string>();
   add_json_option(*command, *json, "the policies and devices");
   command->callback([json] {
+    load_environment_plugins();
     if (!json->empty()) {
       nlohmann::json out = {{"policies", nlohmann::json::array()},
                             {"devices", nlohmann::json::array()},

@@ -4,11 +4,10 @@
 
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
 #include "policies/detail/policy_options.h"
 #include "proto/input_error.h"
 #include "results/units.h"
@@ -18,7 +17,8 @@ namespace memreplay::cli {
 uint64_t parse_bytes(std::string_view text, std::string_view option) {
   const std::string shown = "'" + std::string(text) + "'";
   const auto refuse = [&](const std::string& why) {
-    return InputError(std::string(option) + " " + shown + ": " + why + ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB");
+    return InputError(std::string(option) + " " + shown + ": " + why + ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units " +
+                      detail::kByteUnits + ")");
   };
   bool has_unit = false;
   for (const char c : text) has_unit = has_unit || std::isalpha(static_cast<unsigned char>(c));
@@ -43,24 +43,7 @@ void write_json(const nlohmann::json& value, const std::string& path) {
   write_file_atomically(path, value.dump(2) + "\n");
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  std::error_code ec;
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ec);
-      throw InputError(path + ": cannot write");
-    }
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw InputError(path + ": cannot write");
-  }
-}
+void write_file_atomically(const std::string& path, const std::string& text) { write_output_file(path, text); }
 
 void warn(const std::string& message) { std::cerr << "memreplay: warning: " << message << "\n"; }
 

@@ -10,8 +10,9 @@
 
 namespace memreplay::cli {
 
-// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of
-// 1000), case-insensitive, through the policies' one parser (policies/detail/policy_options.h).
+// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T alone mean the
+// same: 24G is 24 GiB) or KB, MB, GB, TB (powers of 1000), case-insensitive, through the
+// policies' one parser (policies/detail/policy_options.h).
 // A plain integer is bytes, with a warning (a forgotten unit: "7" is 7 bytes); '' and a fraction
 // without a unit ("7.5") are refused. Throws InputError naming `option`.
 uint64_t parse_bytes(std::string_view text, std::string_view option);
@@ -19,7 +20,7 @@ std::string format_bytes(uint64_t bytes);
 std::string format_percent(double fraction);
 // Writes JSON to FILE, or to stdout for "-". Throws InputError if the file can't be written.
 void write_json(const nlohmann::json& value, const std::string& path);
-// Writes `text` through PATH.tmp and a rename, so a failure leaves no partial file.
+// Writes `text` whole or not at all (base/output_file.h: its rules for symlinks, devices, inputs).
 void write_file_atomically(const std::string& path, const std::string& text);
 // "memreplay: warning: ..." on stderr.
 void warn(const std::string& message);
