@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/output_file.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/baseline_lock.h"
 #include "results/bounded_json.h"
 #include "results/fit_scan.h"
-#include "base/output_file.h"
 #include "results/replay_batch.h"
 #include "results/units.h"
 
