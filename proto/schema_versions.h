@@ -9,16 +9,22 @@
 
 namespace memreplay::schema {
 
-// replay --json, and each "results" entry of compare --json (replayer/metrics.cpp).
-inline constexpr int kMetrics = 1;
+// replay --json, and each "results" entry of compare --json (replayer/metrics.cpp). 2: "complete"
+// is false for a replay that stopped at an OOM too ("trace_complete" is the file's), device_calls
+// and device_calls_by_kind, the moment at the peak (peak_*_event) and both ends of it.
+inline constexpr int kMetrics = 2;
 // compare --json, "memreplay-compare". 2: entries carry reserved_over_requested and failed.
-inline constexpr int kCompare = 2;
-// fit --json. 2: several policies as {"results": [...]}.
-inline constexpr int kFit = 2;
-// advise --json, "memreplay-advice".
-inline constexpr int kAdvice = 1;
-// report --json and the page's data, "memreplay-report". 2: series as levels of chunks.
-inline constexpr int kReportData = 2;
+// 3: recommended, call_rule, each entry's standing.
+inline constexpr int kCompare = 3;
+// fit --json. 2: several policies as {"results": [...]}. 3: fails_at_bytes (the replayed failure
+// one resolution below), fails_below_fits_above_bytes, headroom_bytes.
+inline constexpr int kFit = 3;
+// advise --json, "memreplay-advice". 2: capacity, recommended, call_rule, each setting's fit and
+// standing, device calls by kind.
+inline constexpr int kAdvice = 2;
+// report --json and the page's data, "memreplay-report". 2: series as levels of chunks. 3: the star
+// by the call rule, device calls by kind, the moment at the peak.
+inline constexpr int kReportData = 3;
 
 // The check baseline, "memreplay-check-baseline" (results/baseline.h): written at kBaseline, read
 // from kOldestBaseline to kBaseline. 2: entries hold requested_peak and events (the shrink guard).

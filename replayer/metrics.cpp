@@ -31,7 +31,23 @@ nlohmann::json torch_version_json(const std::string& policy_spec) {
   return version.empty() ? nlohmann::json(nullptr) : nlohmann::json(version);
 }
 
+nlohmann::json device_calls_json(const DeviceCalls& c) {
+  return {{"mallocs", c.mallocs}, {"frees", c.frees},           {"maps", c.maps},
+          {"unmaps", c.unmaps},   {"pool_grows", c.pool_grows}, {"pool_trims", c.pool_trims}};
+}
+
 }  // namespace
+
+DeviceCalls device_calls_of(const DeviceCounters& c) {
+  return {.mallocs = c.malloc_calls,
+          .frees = c.free_calls,
+          .maps = c.map_calls,
+          .unmaps = c.unmap_calls,
+          .pool_grows = c.pool_grow_calls,
+          .pool_trims = c.pool_trim_calls};
+}
+
+uint64_t total_device_calls(const ReplayMetrics& m) { return m.device_calls.total(); }
 
 nlohmann::json to_json(const ReplayMetrics& m) {
   nlohmann::json timeline = nlohmann::json::array();
@@ -43,12 +59,15 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"device", m.device},
       {"trace_device", m.trace_device},
       {"capacity", optional_json(m.capacity)},
+      {"device_memory", m.device_memory},
       {"events", m.events},
       {"reserved_peak", m.reserved_peak},
       {"allocated_peak", m.allocated_peak},
       {"requested_peak", m.requested_peak},
       {"device_alloc_calls", m.device_alloc_calls},
       {"device_free_calls", m.device_free_calls},
+      {"device_calls", m.device_calls.total()},
+      {"device_calls_by_kind", device_calls_json(m.device_calls)},
       {"alloc_retries", m.alloc_retries},
       {"ooms", m.ooms},
       {"oom_at_event", optional_json(m.oom_at_event)},
@@ -59,7 +78,10 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"replay_seconds", m.replay_seconds},
       {"device_call_seconds", m.device_call_seconds},
       {"latency", latency_json(m.latency)},
+      {"peak_replay_event", optional_json(m.peak_replay_event)},
+      {"peak_trace_event", optional_json(m.peak_trace_event)},
       {"fragmentation_at_peak", m.fragmentation_at_peak},
+      {"fragmentation_at_peak_max", m.fragmentation_at_peak_max},
       {"free_fragmentation_at_peak", m.free_fragmentation_at_peak},
       {"largest_free_at_peak", m.largest_free_at_peak},
       {"total_free_at_peak", m.total_free_at_peak},
@@ -67,7 +89,9 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"policy_stats", m.policy_stats},
       {"timeline_columns", {"event", "time_ns", "reserved", "allocated", "requested"}},
       {"timeline", timeline},
-      {"complete", m.complete},
+      {"complete", m.complete()},
+      {"trace_complete", m.trace_complete},
+      {"stopped_at_oom", m.stopped_at_oom},
       {"incomplete", m.loss ? nlohmann::json{{"whole_events", m.loss->whole_events},
                                              {"lost_bytes", m.loss->lost_bytes},
                                              {"file_bytes", m.loss->file_bytes},
@@ -77,7 +101,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
 }
 
 std::optional<std::string> incomplete_warning(const std::string& trace, const ReplayMetrics& m) {
-  if (m.complete || !m.loss) return std::nullopt;
+  if (m.trace_complete || !m.loss) return std::nullopt;
   const TraceLoss& l = *m.loss;
   const std::string last = l.whole_events == 0 ? "no whole event at all"
                                                : "the last whole event is event " + std::to_string(l.whole_events - 1);

@@ -66,11 +66,15 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   metrics.recorded_placement = options.follow_recorded_placement;
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
+  note_trace_loss(reader, metrics);
+  return metrics;
+}
+
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics) {
   if (auto loss = reader.loss()) {
-    metrics.complete = false;
+    metrics.trace_complete = false;
     metrics.loss = TraceLoss{loss->whole_events, loss->lost_bytes, loss->file_bytes, std::move(loss->reason)};
   }
-  return metrics;
 }
 
 std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,

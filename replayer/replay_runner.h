@@ -59,6 +59,10 @@ std::optional<std::string> replay_warning_after(const ReplayOptions& options, co
 // the trace, why it is incomplete and `consequence` (what is not done, and how to do it anyway).
 void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
 
+// What a trace cut off mid-write lost, into `metrics` (trace_complete, loss), once the replay has
+// read all of `reader` that it could.
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics);
+
 // run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
 // Throws InputError when even that runs out of memory.
 ReplayMetrics run_uncapped_replay(const ReplayOptions& options);

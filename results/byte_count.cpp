@@ -13,7 +13,8 @@ uint64_t parse_bytes(std::string_view text, std::string_view option, std::string
   std::string shown = "'";
   shown.append(text).append("'");
   const auto refuse = [&](const std::string& why) {
-    return InputError(std::string(option) + " " + shown + ": " + why + ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB");
+    return InputError(std::string(option) + " " + shown + ": " + why + ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units " +
+                      detail::kByteUnits + ")");
   };
   bool has_unit = false;
   for (const char c : text) has_unit = has_unit || std::isalpha(static_cast<unsigned char>(c));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/text_escape.h"
 #include "proto/schema_versions.h"
 #include "proto/wire_format.h"
 #include "results/check_run.h"
@@ -14,47 +15,11 @@
 namespace memreplay::results {
 namespace {
 
-// Text any reader takes: well-formed UTF-8, and no control character but tab and newline (XML 1.0
-// has no way to write the others).
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char ch : wire::valid_utf8(text)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
-      out += "\xef\xbf\xbd";
-    else
-      out += ch;
-  }
-  return out;
+// Names may hold any bytes: XML and Markdown readers take well-formed UTF-8 only.
+std::string xml_safe_utf8(const std::string& text, bool keep_newlines = false) {
+  return xml_safe(wire::valid_utf8(text), keep_newlines);
 }
-
-// In attributes a newline is written as a character reference; in element text it stays.
-std::string xml_escape(const std::string& text, bool in_attribute = true) {
-  std::string out;
-  for (char ch : printable(text)) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += in_attribute ? "&#10;" : "\n"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
-
-std::string xml_text(const std::string& text) { return xml_escape(text, false); }
-
-std::string markdown_escape(const std::string& text) {
-  std::string out;
-  for (char ch : printable(text)) {
-    if (ch == '|' || ch == '`' || ch == '*' || ch == '_' || ch == '<' || ch == '[' || ch == '\\') out += '\\';
-    out += ch == '\n' ? ' ' : ch;
-  }
-  return out;
-}
+std::string markdown_safe_utf8(const std::string& text) { return markdown_safe(wire::valid_utf8(text)); }
 
 std::string seconds_text(double seconds) {
   char buffer[32];
@@ -94,12 +59,13 @@ std::string junit_document(size_t tests, size_t failures, double seconds, const 
 
 std::string junit_case(const std::string& classname, const std::string& name, const std::string& failure_type,
                        const std::string& failure, const std::string& details) {
-  std::string xml = "    <testcase classname=\"" + xml_escape(classname) + "\" name=\"" + xml_escape(name) + "\">\n";
+  std::string xml =
+      "    <testcase classname=\"" + xml_safe_utf8(classname) + "\" name=\"" + xml_safe_utf8(name) + "\">\n";
   if (!failure_type.empty())
-    xml += "      <failure message=\"" + xml_escape(failure) + "\" type=\"" + failure_type + "\">" + xml_text(details) +
-           "</failure>\n";
+    xml += "      <failure message=\"" + xml_safe_utf8(failure) + "\" type=\"" + failure_type + "\">" +
+           xml_safe_utf8(details, true) + "</failure>\n";
   else
-    xml += "      <system-out>" + xml_text(details) + "</system-out>\n";
+    xml += "      <system-out>" + xml_safe_utf8(details, true) + "</system-out>\n";
   return xml + "    </testcase>\n";
 }
 
@@ -134,8 +100,8 @@ std::string metric_row(const CheckCase& c, const CheckMetric& metric) {
   }
   const std::string before = base ? format_metric(name, *base->baseline) : (c.is_new ? "new" : "—");
   const std::string change = base ? format_change(name, *base->baseline, base->value) : "";
-  return "| " + std::string(failed ? "❌" : (c.is_new ? "🆕" : "✅")) + " | " + markdown_escape(c.trace) + " | " +
-         markdown_escape(c.policy) + " | " + std::string(metric.label) + " | " + before + " | " +
+  return "| " + std::string(failed ? "❌" : (c.is_new ? "🆕" : "✅")) + " | " + markdown_safe_utf8(c.trace) + " | " +
+         markdown_safe_utf8(c.policy) + " | " + std::string(metric.label) + " | " + before + " | " +
          format_metric(name, c.values.at(name)) + " | " + change + " | " + limits + " |\n";
 }
 
@@ -187,21 +153,21 @@ std::string markdown_summary(const CheckResult& result) {
     md << "**Regressions**\n\n";
     for (const auto& c : result.cases)
       for (const auto& f : c.findings)
-        if (f.regression) md << "- " << markdown_escape(describe_finding(c, f)) << "\n";
+        if (f.regression) md << "- " << markdown_safe_utf8(describe_finding(c, f)) << "\n";
     md << "\n";
   }
   if (std::any_of(result.cases.begin(), result.cases.end(), [](const CheckCase& c) { return c.is_new; })) {
     md << "**New** (no baseline entry)\n\n";
     for (const auto& c : result.cases)
-      if (c.is_new) md << "- " << markdown_escape(new_line(c)) << "\n";
+      if (c.is_new) md << "- " << markdown_safe_utf8(new_line(c)) << "\n";
     md << "\n";
   }
   if (result.update) {
     const auto& u = *result.update;
-    md << "**Baseline update**: " << (u.written ? "written" : "not written: " + markdown_escape(u.refused.value_or("")))
-       << "\n\n";
+    md << "**Baseline update**: "
+       << (u.written ? "written" : "not written: " + markdown_safe_utf8(u.refused.value_or(""))) << "\n\n";
     std::istringstream lines(update_lines(u));
-    for (std::string line; std::getline(lines, line);) md << "- " << markdown_escape(line) << "\n";
+    for (std::string line; std::getline(lines, line);) md << "- " << markdown_safe_utf8(line) << "\n";
     md << "\n";
   }
   md << "| | trace | policy | metric | baseline | new | change | limit |\n|---|---|---|---|---:|---:|---:|---|\n";
@@ -216,7 +182,8 @@ std::string markdown_summary(const CheckResult& result) {
 }
 
 std::string markdown_error(const std::string& message) {
-  return "### memreplay check: ERROR (bad input)\n\nThe check could not run:\n\n    " + printable(message) +
+  return "### memreplay check: ERROR (bad input)\n\nThe check could not run:\n\n    " +
+         wire::valid_utf8(terminal_safe(message)) +
          "\n\nExit status 2: fix the input; no trace × policy case was checked.\n";
 }
 
@@ -279,7 +246,7 @@ nlohmann::json check_error_json(const std::string& message) {
           {"failed_cases", 0},
           {"cases", nlohmann::json::array()},
           {"baseline_update", nullptr},
-          {"error", printable(message)}};
+          {"error", wire::valid_utf8(terminal_safe(message))}};
 }
 
 }  // namespace memreplay::results

@@ -53,14 +53,6 @@ bool past_limit(const CheckMetric& metric, double value, double limit) {
   return metric.worse == Worse::higher ? value > limit + slack : value < limit - slack;
 }
 
-uint64_t total_device_calls(const ReplayMetrics& m) {
-  const auto counter = [&](const char* name) {
-    const auto it = m.device_counters.find(name);
-    return it == m.device_counters.end() ? uint64_t{0} : it->second;
-  };
-  return m.device_alloc_calls + m.device_free_calls + counter("pool_grow") + counter("pool_trim");
-}
-
 MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes) {
   MetricValues v;
   v["requested_peak"] = static_cast<double>(m.requested_peak);

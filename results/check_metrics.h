@@ -39,10 +39,6 @@ double limit_from_baseline(const CheckMetric& metric, double baseline, double to
 // Whether `value` is past `limit` in the metric's worse direction (a relative epsilon of 1e-12).
 bool past_limit(const CheckMetric& metric, double value, double limit);
 
-// Device calls of a replay: mallocs + frees (cudaMalloc, cudaFree, map, unmap) and, for a
-// stream-ordered pool, the allocations that grew it and the trims.
-uint64_t total_device_calls(const ReplayMetrics& m);
-
 // The numbers of one trace × policy that check compares; min_fit_bytes only when computed.
 using MetricValues = std::map<std::string, double>;
 MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes);

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/output_file.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/baseline_lock.h"
 #include "results/bounded_json.h"
 #include "results/fit_scan.h"
-#include "results/output_file.h"
 #include "results/replay_batch.h"
 #include "results/units.h"
 
@@ -141,7 +141,7 @@ std::vector<CheckCase> evaluate_all(const CheckRequest& r, const std::vector<Nam
       if (fit && !m.oom_at_event && m.requested_peak > 0) {
         ReplayOptions probe = bases[t];
         probe.policy_spec = policies[p];
-        min_fit = scan_min_capacity(probe, 1 << 20, 16).smallest_fit_bytes;
+        min_fit = scan_min_capacity(probe).smallest_fit_bytes;
       }
       const CaseInput input{traces[t].name, policies[p], metric_values(m, min_fit), oom_point(m)};
       cases.push_back(evaluate_case(input, entry, baseline_in_use, tolerances, limits, allow));

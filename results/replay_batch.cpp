@@ -86,6 +86,7 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     m.policy = specs[i].policy;
     m.device = base.device_spec;
     m.recorded_placement = base.follow_recorded_placement;
+    note_trace_loss(reader, m);
     out.metrics.push_back(std::move(m));
   }
   return out;

@@ -105,6 +105,12 @@ def parse_bytes(value: Bytes, what: str = "capacity") -> int:
     return count
 
 
+def _positive(value: float, what: str) -> None:
+    """As the CLI's --max-call-ratio takes it: a number above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{what} {value!r}: expected a number above 0")
+
+
 def load_plugin(path: "str | os.PathLike[str]") -> str:
     """Loads a policy plugin (a .so built against memreplay_policy_plugin.h's C ABI) and returns the
     name its policy is registered under. A policy spec may also name the plugin by path
@@ -139,8 +145,9 @@ def _options(trace: Trace, policy: str = "pytorch", capacity: Optional[Bytes] = 
     return options
 
 
-def policies() -> List[Dict[str, str]]:
-    """Every registered policy (plugins loaded so far included): name, description, options."""
+def policies() -> List[Dict[str, Optional[str]]]:
+    """Every registered policy (plugins loaded so far included), as `memreplay policies --json` lists
+    them: name, description, options, reserves_up_front and models_torch_version (None where none)."""
     return _core.policies()
 
 
@@ -167,23 +174,27 @@ def replay(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
 
 def compare(trace: TraceLike, policies: Optional[Sequence[str]] = None, capacity: Optional[Bytes] = None,
             device: str = "sim", *, trace_device: int = 0, lenient: bool = False, keep_going: bool = False,
-            time_operations: bool = False) -> Comparison:
+            time_operations: bool = False, max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> Comparison:
     """The trace replayed under each of `policies` (None or ["all"]: every registered policy), one
-    replay each, as `memreplay compare`. Returns a Comparison: a sequence of ReplayResult, .best,
+    replay each, as `memreplay compare`. Returns a Comparison: a sequence of ReplayResult, .best (the
+    star: the lowest reserved peak without OOM among the policies making at most `max_call_ratio`
+    times the device calls of the current setting, the first policy, pytorch for `all`),
     .to_pandas(), the --json document as .to_dict(), a table in Jupyter."""
+    _positive(max_call_ratio, "max_call_ratio")
     if isinstance(policies, str):
         raise TypeError("memreplay.compare: policies is a list of specs, e.g. ['pytorch', 'bfc']")
     t = load(trace)
     specs = [spec if spec == "all" else _policy(spec) for spec in (policies or [])]
     with _naming(t.path):
         out = _core.compare(_options(t, "pytorch", capacity, device, trace_device, lenient, keep_going,
-                                     time_operations), specs)
+                                     time_operations), specs, float(max_call_ratio))
     _warn(out["warnings"])
     return Comparison(out["result"])
 
 
 def fit(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] = None, *, resolution: Bytes = "1MiB",
-        grid: int = 32, device: str = "sim", trace_device: int = 0, lenient: bool = False) -> FitResult:
+        grid: int = _core.DEFAULT_FIT_GRID, device: str = "sim", trace_device: int = 0,
+        lenient: bool = False) -> FitResult:
     """The smallest per-process capacity the trace replays in without running out of memory
     (result.min_fit_bytes; fitting need not be monotonic: fits_above_bytes is where every tested
     capacity fits), found as `memreplay fit` finds it: `grid` capacities between the requested and
@@ -218,16 +229,18 @@ def bound(trace: TraceLike, *, trace_device: int = 0) -> BoundResult:
 
 def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] = None, *, fit: bool = True,
            allow_incomplete: bool = False, device: str = "sim", trace_device: int = 0,
-           lenient: bool = False) -> Advice:
+           lenient: bool = False, max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> Advice:
     """What to change, ranked, with the evidence of replays (`memreplay advise`): each AdviceItem has
     the setting to paste (item.setting, e.g. 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True') and
-    its numbers. `policy` is the setting the job runs with now; fit=False skips the capacity search."""
+    its numbers. `policy` is the setting the job runs with now; fit=False skips the capacity search;
+    no setting making more than `max_call_ratio` times the current one's device calls is advised."""
+    _positive(max_call_ratio, "max_call_ratio")
     t = load(trace)
     options = _options(t, policy, capacity, device, trace_device, lenient)
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "advice from part of a run would mislead (allow_incomplete=True to advise anyway)")
-        out = _core.advise(options, fit)
+        out = _core.advise(options, fit, float(max_call_ratio))
     _warn(out["warnings"])
     return Advice(out["result"], out["text"])
 
@@ -289,33 +302,29 @@ def _is_snapshot(mapping: Mapping[str, Any]) -> bool:
 
 
 def _write(path: "str | os.PathLike[str]", data: bytes) -> str:
-    """Writes through PATH.tmp and a rename, so that a failure leaves no partial file."""
+    """Writes as the CLI writes every file (base/output_file.h): whole or not at all, through a
+    unique temporary beside the target; a symlink followed, a device or FIFO written as such."""
     path = os.fspath(path)
-    temporary = path + ".tmp"
-    try:
-        with open(temporary, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    _core.write_output_file(path, data)
     return path
 
 
 def report(trace: TraceLike, path: "str | os.PathLike[str]", policies: Optional[Sequence[str]] = None, *,
            capacity: Optional[Bytes] = None, allow_incomplete: bool = False, device: str = "sim",
-           trace_device: int = 0, lenient: bool = False) -> str:
+           trace_device: int = 0, lenient: bool = False,
+           max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> str:
     """Writes the self-contained HTML report of `memreplay report` to `path` (the advice, the memory
     timeline per policy, the segments at each reserved peak and the stacks live then); the first of
-    `policies` is the current setting (default: pytorch and pytorch:expandable_segments:True).
-    Returns the path."""
+    `policies` is the current setting (default: pytorch and pytorch:expandable_segments:True), whose
+    device calls the star's `max_call_ratio` multiplies. Returns the path."""
+    _positive(max_call_ratio, "max_call_ratio")
     t = load(trace)
     options = _options(t, "pytorch", capacity, device, trace_device, lenient)
     specs = [_policy(p) for p in (policies or [])]
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "no report written (allow_incomplete=True to draw what it holds)")
-        out = _core.report(options, specs)
+        out = _core.report(options, specs, float(max_call_ratio))
     _warn(out["warnings"])
     return _write(path, out["html"].encode())
 

@@ -126,9 +126,14 @@ class Comparison(Sequence[ReplayResult]):
 
     @property
     def best(self) -> Optional[ReplayResult]:
-        """The lowest reserved peak among replays that did not run out of memory (None if all did)."""
-        fitting = [r for r in self._results if not r.oom]
-        return min(fitting, key=lambda r: r["reserved_peak"]) if fitting else None
+        """The starred replay, the document's "recommended": the lowest reserved peak without OOM among
+        the policies within the call rule (call_rule: at most max_call_ratio times the current
+        setting's device calls). None when none qualifies, or for a single replay."""
+        recommended = self._data.get("recommended")
+        for r in self._results:
+            if recommended is not None and r["policy"] == recommended and r["standing"] == "qualifies":
+                return r
+        return None
 
     def rows(self) -> List[Dict[str, Any]]:
         """One dict of scalar fields per policy (what to_pandas() tabulates)."""
@@ -303,10 +308,13 @@ class Trace(os.PathLike):
         return self._info
 
     def save(self, path: "str | os.PathLike[str]") -> str:
-        """Copies the trace to `path` (a .mrt file that outlives this object); returns the path."""
-        import shutil
+        """Copies the trace to `path` (a .mrt file that outlives this object), written as the CLI
+        writes every file: whole or not at all. Returns the path."""
+        from . import _core
 
-        return str(shutil.copyfile(self.path, path))
+        path = os.fspath(path)
+        _core.copy_to_output_file(self.path, path)
+        return path
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, path={self.path!r})"

@@ -5,8 +5,12 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
+#include "base/text_escape.h"
+#include "proto/input_error.h"
 #include "python/src/bindings.h"
 #include "replayer/replay_runner.h"
 #include "results/advice.h"
@@ -22,17 +26,18 @@ namespace memreplay::python {
 namespace {
 
 // {'result': what `memreplay advise --json` writes, 'text': what it prints, 'warnings': [...]}
-py::dict advise(const ReplayOptions& options, bool with_fit) {
+py::dict advise(const ReplayOptions& options, bool with_fit, double max_call_ratio) {
   nlohmann::json document;
   std::string text;
   std::vector<std::string> warnings;
   {
     py::gil_scoped_release release;
     warnings = replay_warnings_before(options);
-    const results::Advice advice = results::advise(options, options.policy_spec, with_fit);
+    const results::Advice advice = results::advise(options, options.policy_spec, with_fit, max_call_ratio);
+    if (auto warning = replay_warning_after(options, advice.current.metrics)) warnings.push_back(std::move(*warning));
     const auto frames = results::stack_lines(options.trace_path, advice.peak.top_stacks);
     document = results::advice_json(advice, frames);
-    text = results::advice_text(advice, frames);
+    text = results::advice_text(advice, results::terminal_safe_frames(frames));
   }
   py::dict out;
   out["result"] = to_python(document);
@@ -63,10 +68,10 @@ py::dict check(const results::CheckRequest& request) {
     failures = result.failed_cases();
     for (const auto& c : result.cases) {
       if (c.is_new && !c.new_allowed)
-        regressions.push_back("NEW " + c.trace + " " + c.policy + ": no baseline entry (allow_new=True to pass it, " +
-                              "update_baseline=True to add it)");
+        regressions.push_back("NEW " + terminal_safe(c.trace) + " " + terminal_safe(c.policy) +
+                              ": no baseline entry (allow_new=True to pass it, update_baseline=True to add it)");
       for (const auto& f : c.findings)
-        if (f.regression) regressions.push_back(results::describe_finding(c, f));
+        if (f.regression) regressions.push_back(terminal_safe(results::describe_finding(c, f)));
     }
     if (result.update && result.update->refused)
       regressions.push_back("baseline NOT updated: " + *result.update->refused);
@@ -83,7 +88,7 @@ py::dict check(const results::CheckRequest& request) {
 }
 
 // {'html': the page, 'data': what `memreplay report --json` writes, 'warnings': [...]}
-py::dict report(const ReplayOptions& base, std::vector<std::string> policies) {
+py::dict report(const ReplayOptions& base, std::vector<std::string> policies, double max_call_ratio) {
   if (policies.empty()) policies = results::default_report_policies();
   nlohmann::json data;
   std::string page;
@@ -96,7 +101,7 @@ py::dict report(const ReplayOptions& base, std::vector<std::string> policies) {
       for (auto& warning : replay_warnings_before(one))
         if (std::find(warnings.begin(), warnings.end(), warning) == warnings.end()) warnings.push_back(warning);
     }
-    data = results::build_report_data(base, policies);
+    data = results::build_report_data(base, policies, max_call_ratio);
     page = results::render_report_html(data);
   }
   py::dict out;
@@ -137,9 +142,7 @@ py::dict peak_state(const ReplayOptions& options, size_t top) {
   {
     py::gil_scoped_release release;
     const ReplayMetrics m = run_replay(options);
-    ReplayOptions again = options;
-    again.follow_recorded_placement = m.recorded_placement;  // placed as the replay that measured the peak
-    peak = results::capture_peak_state(again, m.reserved_peak, top);
+    peak = results::capture_peak_state(options, m, top);  // placed as the replay that measured the peak
     frames = results::stack_lines(options.trace_path, peak.top_stacks);
   }
   py::list stacks;
@@ -153,11 +156,27 @@ py::dict peak_state(const ReplayOptions& options, size_t top) {
   py::dict out;
   out["found"] = peak.found;
   out["replay_event"] = peak.replay_event;
+  out["trace_event"] = peak.trace_event;
   out["reserved"] = peak.reserved;
   out["allocated"] = peak.allocated;
   out["requested"] = peak.requested;
   out["top_stacks"] = stacks;
   return out;
+}
+
+// `source` into `path` through an OutputFile, a MiB at a time (a trace may be large).
+void copy_to_output_file(const std::string& source, const std::string& path) {
+  py::gil_scoped_release release;
+  std::ifstream in(source, std::ios::binary);
+  if (!in) throw InputError(source + ": cannot read");
+  OutputFile out(path);
+  std::string buffer(size_t{1} << 20, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    out.write(std::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
+  }
+  if (in.bad()) throw InputError(source + ": cannot read");
+  out.commit();
 }
 
 }  // namespace
@@ -205,18 +224,30 @@ void bind_verdicts(py::module_& m) {
         return out;
       },
       "Each check metric's default tolerance.");
-  m.def("advise", &advise, py::arg("options"), py::arg("fit"),
+  m.def("advise", &advise, py::arg("options"), py::arg("fit"), py::arg("max_call_ratio"),
         "{'result': what `memreplay advise --json` writes, 'text': what it prints}.");
   m.def("check", &check, py::arg("request"),
         "{'result': what `memreplay check --json` writes, 'junit', 'markdown', 'passed', 'failures', "
         "'regressions', 'warnings'}; the request's output files written.");
-  m.def("report", &report, py::arg("options"), py::arg("policies"), "{'html': the page, 'data': its data}.");
+  m.def("report", &report, py::arg("options"), py::arg("policies"), py::arg("max_call_ratio"),
+        "{'html': the page, 'data': its data}.");
   m.def("export_memory_viz", &export_memory_viz, py::arg("trace"), py::arg("trace_device"), py::arg("policy"),
         "The trace as a PyTorch memory snapshot pickle, for memory_viz.");
   m.def("export_perfetto", &export_perfetto, py::arg("trace"), py::arg("trace_device"), py::arg("policies"),
         "The trace and its replays as Chrome trace-event JSON, for Perfetto.");
   m.def("refuse_incomplete_trace", &refuse_incomplete_trace, py::arg("trace"), py::arg("allowed"),
         py::arg("consequence"), "InputError for a trace without its footer, unless allowed.");
+  m.def(
+      "write_output_file",
+      [](const std::string& path, const py::bytes& data) {
+        std::string bytes = data;
+        py::gil_scoped_release release;
+        write_output_file(path, bytes);
+      },
+      py::arg("path"), py::arg("data"),
+      "Writes the bytes whole or not at all, as the CLI writes every file (base/output_file.h).");
+  m.def("copy_to_output_file", &copy_to_output_file, py::arg("source"), py::arg("path"),
+        "Copies the file `source` to `path` as write_output_file writes (whole or not at all).");
   m.def("peak_state", &peak_state, py::arg("options"), py::arg("top"),
         "The replay's state at its reserved peak, with the stacks live then.");
 }

@@ -153,7 +153,8 @@ TEST_F(CheckCi, DatedNightlyFilesMapToOneEntryByName) {
 TEST_F(CheckCi, ACaseNewToTheBaselineFailsUnlessAllowed) {
   make_baseline();
   const std::string added = "pytorch:expandable_segments:True";
-  for (const auto& e : baseline()["entries"]) ASSERT_NE(e["policy"], added);  // truly new
+  const nlohmann::json made = baseline();  // a named copy: the loop must not iterate a temporary's member
+  for (const auto& e : made["entries"]) ASSERT_NE(e["policy"], added);  // truly new
 
   auto r = run("check " + trace_ + " --policy pytorch --policy " + added + " --baseline " + baseline_ + " --json " +
                path("r.json") + " --markdown " + path("r.md"));

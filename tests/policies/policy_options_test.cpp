@@ -78,8 +78,8 @@ TEST(PolicyOptions, ErrorsAreOneLineAndNameTheKeyAndTheValue) {
     options.to_bytes(options.entries()[0]);
     FAIL();
   } catch (const PolicySpecError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096), got 'lots'");
+    EXPECT_EQ(std::string(e.what()), "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096; units " +
+                                         std::string(kByteUnits) + "), got 'lots'");
   }
   try {
     options.to_bool(options.entries()[1], Booleans::either);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/text_escape.h"
 #include "proto/input_error.h"
 #include "results/check_run.h"
 #include "tools/cli/command.h"
@@ -78,7 +79,10 @@ results::CheckRequest request_from(const CheckOptions& o) {
   r.baseline = o.baseline;
   r.update_baseline = o.update_baseline;
   r.policies = o.policies;
-  for (const auto& t : o.traces) r.traces.push_back(trace_argument(t));
+  for (const auto& t : o.traces) {
+    r.traces.push_back(trace_argument(t));
+    open_trace_input(r.traces.back().path);  // a snapshot is imported; every trace kept from the outputs
+  }
   if (!o.names.empty()) {
     if (o.names.size() != o.traces.size())
       throw InputError("--name: " + std::to_string(o.names.size()) + " given for " + std::to_string(o.traces.size()) +
@@ -118,11 +122,12 @@ void print_result(const results::CheckResult& result, bool json_to_stdout) {
   for (const auto& c : result.cases) {
     if (c.is_new && !c.new_allowed)
       std::fprintf(stderr, "NEW %s %s: no baseline entry (--allow-new to pass it, --update-baseline to add it)\n",
-                   c.trace.c_str(), c.policy.c_str());
+                   terminal_safe(c.trace).c_str(), terminal_safe(c.policy).c_str());
     else if (c.is_new && !result.update && !json_to_stdout)
-      std::printf("NEW %s %s: no baseline entry (allowed by --allow-new)\n", c.trace.c_str(), c.policy.c_str());
+      std::printf("NEW %s %s: no baseline entry (allowed by --allow-new)\n", terminal_safe(c.trace).c_str(),
+                  terminal_safe(c.policy).c_str());
     for (const auto& f : c.findings)
-      if (f.regression) std::fprintf(stderr, "REGRESSION %s\n", results::describe_finding(c, f).c_str());
+      if (f.regression) std::fprintf(stderr, "REGRESSION %s\n", terminal_safe(results::describe_finding(c, f)).c_str());
   }
   if (json_to_stdout) return;
   if (result.update)

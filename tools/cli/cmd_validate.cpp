@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/text_escape.h"
 #include "proto/trace_reader.h"
 #include "replayer/pool_consistency.h"
 #include "replayer/replay_runner.h"
@@ -41,7 +42,7 @@ void validate(const ValidateOptions& options) {
   if (options.json != "-") {
     for (const auto& p : validator.problems())
       std::printf("%s: event %llu: %s\n", options.trace.c_str(), static_cast<unsigned long long>(p.event),
-                  p.message.c_str());
+                  terminal_safe(p.message).c_str());
     if (validator.problem_count() > validator.problems().size())
       std::printf("... and %llu more\n",
                   static_cast<unsigned long long>(validator.problem_count() - validator.problems().size()));
