@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "results/check.h"
 #include "results/fit_scan.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

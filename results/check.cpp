@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "proto/input_error.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 

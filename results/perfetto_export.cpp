@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

@@ -4,10 +4,10 @@
 #include <iterator>
 #include <utility>
 
+#include "base/units.h"
+
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/device.h"
 #include "proto/input_error.h"
 #include "replayer/device_registry.h"
@@ -26,7 +27,6 @@
 namespace memreplay {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 // Where the trace "recorded" the cudaMalloc, for the cases where SimDevice follows the record
 // (its segments there are kept apart from the model's: replayer/sim_device.h).
 constexpr uint64_t kRecordedAddress = 0x7f8c'9800'0000ull;

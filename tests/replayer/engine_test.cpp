@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "proto/input_error.h"
 #include "replayer/fragmentation.h"
@@ -14,8 +15,6 @@
 
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1 << 20;
 
 Event alloc(uint64_t address, uint64_t size, uint64_t stream = 0) {
   return Event{.kind = EventKind::alloc, .stream = stream, .address = address, .size = size};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/check.h"

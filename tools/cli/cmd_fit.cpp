@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "base/units.h"
 #include "policies/torch_version.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"

@@ -2,38 +2,25 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "policies/detail/policy_options.h"
+#include "base/units.h"
 #include "proto/input_error.h"
-#include "results/units.h"
 
 namespace memreplay::cli {
 
 uint64_t parse_bytes(std::string_view text, std::string_view option) {
-  const std::string shown = "'" + std::string(text) + "'";
-  const auto refuse = [&](const std::string& why) {
-    return InputError(std::string(option) + " " + shown + ": " + why + ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB");
-  };
-  bool has_unit = false;
-  for (const char c : text) has_unit = has_unit || std::isalpha(static_cast<unsigned char>(c));
-  if (!has_unit && text.find('.') != std::string_view::npos)
-    throw refuse("a fraction needs a unit (7.5 bytes is not a size)");
-  const auto bytes = detail::parse_byte_size(text);  // the policies' option parser reads bytes the same way
-  if (!bytes || *bytes == 0) throw refuse("expected bytes with a unit");
-  if (!has_unit)
-    warn(std::string(option) + " " + std::string(text) + " has no unit: read as " + std::to_string(*bytes) +
-         " bytes (" + format_bytes(*bytes) + ")");
-  return *bytes;
+  const ByteSizeInput input = parse_byte_input(text);
+  if (!input.bytes) throw InputError(std::string(option) + " '" + std::string(text) + "': " + input.error);
+  if (input.unitless)
+    warn(std::string(option) + " " + std::string(text) + " has no unit: read as " + std::to_string(*input.bytes) +
+         " bytes (" + format_bytes(*input.bytes) + ")");
+  return *input.bytes;
 }
-
-std::string format_bytes(uint64_t bytes) { return results::format_bytes(bytes); }
-std::string format_percent(double fraction) { return results::format_percent(fraction); }
 
 void write_json(const nlohmann::json& value, const std::string& path) {
   if (path == "-") {

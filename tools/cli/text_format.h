@@ -1,4 +1,4 @@
-// Byte sizes in and out of the CLI ("8GiB" -> 8589934592, 1264582656 -> "1.18 GiB"), output files,
+// Byte sizes into the CLI ("8GiB" -> 8589934592; out: base/units.h's format_bytes), output files,
 // warnings.
 #pragma once
 
@@ -10,13 +10,9 @@
 
 namespace memreplay::cli {
 
-// A byte count with a unit: B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of
-// 1000), case-insensitive, through the policies' one parser (policies/detail/policy_options.h).
-// A plain integer is bytes, with a warning (a forgotten unit: "7" is 7 bytes); '' and a fraction
-// without a unit ("7.5") are refused. Throws InputError naming `option`.
+// A byte count for `option`, by base/units.h's parse_byte_input (its rules); a plain integer is
+// read as bytes with a warning (a forgotten unit: "7" is 7 bytes). Throws InputError naming `option`.
 uint64_t parse_bytes(std::string_view text, std::string_view option);
-std::string format_bytes(uint64_t bytes);
-std::string format_percent(double fraction);
 // Writes JSON to FILE, or to stdout for "-". Throws InputError if the file can't be written.
 void write_json(const nlohmann::json& value, const std::string& path);
 // Writes `text` through PATH.tmp and a rename, so a failure leaves no partial file.
