@@ -201,6 +201,8 @@ bool CachingAllocatorPolicy::alloc_block(AllocParams& p, bool is_retry) {
   // The limit is checked against the segment size, on the expandable path too.
   if (allowed_max_ && device_.counters().reserved_bytes + p.alloc_size > *allowed_max_) return false;
   if (p.expandable) {
+    // Its whole pages may end past the cap, as in PyTorch: the device honours what the limit admitted.
+    (void)device_.admit(p.alloc_size);
     p.block = try_allocate_expandable_block(p.stream, *p.pool, p.size);
     return p.block != nullptr;
   }
