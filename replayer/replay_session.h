@@ -18,8 +18,10 @@
 // between adopted segments and the blocks adopted into them.
 // With options.check_pools, an alloc inside no live segment of its pool and a free into another
 // pool are inconsistent events (pool_consistency.h).
-// A PolicyContractError from the policy (a free it refuses) is an InputError naming the event
-// index, or counted and skipped under lenient, as any inconsistent event.
+// A PolicyContractError from the policy (a free it refuses, a plugin's bad block) is an InputError
+// naming the policy and the event index, lenient or not: lenient skips the trace's inconsistent
+// events only (counted in skipped_events, the first named in first_skipped), never a policy's
+// fault.
 // Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
 // Invariant checked in tests: reserved >= allocated >= requested at every step.
 #pragma once
@@ -89,6 +91,8 @@ class ReplaySession {
   }
   void measure_new_peak(uint64_t reserved);
   void inconsistent(uint64_t trace_index, const std::string& what);
+  // A policy's contract fault as one line naming the policy (options_.policy_spec).
+  std::string contract_fault(const std::string& what) const;
   uint64_t device_calls() const;
   // The policy's allocate and free, timed per operation only with options_.time_operations.
   std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
