@@ -26,6 +26,8 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
     target.policy = PolicyRegistry::instance().create(options.policy_spec, *target.device);
   } catch (const PolicySpecError& e) {
     throw InputError("--policy " + options.policy_spec + ": " + e.what());
+  } catch (const PolicyContractError& e) {  // a plugin's fault while it was being created
+    throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
   return target;
 }

@@ -45,9 +45,13 @@ bool ReplaySession::feed_events(std::span<const Event> events, uint64_t first_tr
   // A policy that breaks its contract (a free it refuses, a plugin's overlapping or too-small
   // block, policies/plugin/) stops the replay at that event, lenient or not: its numbers would be
   // wrong. --lenient is for the trace's inconsistencies only.
+  const PluginEventScope plugin_event(options_.trace_path, event_cursor_);
   try {
-    for (; i < events.size() && !stopped_; ++i)
-      if (events[i].device == options_.trace_device) dispatch(events[i], first_trace_index + i);
+    for (; i < events.size() && !stopped_; ++i) {
+      if (events[i].device != options_.trace_device) continue;
+      event_cursor_ = first_trace_index + i;
+      dispatch(events[i], first_trace_index + i);
+    }
   } catch (const PolicyContractError& e) {
     throw InputError::at_event(options_.trace_path, first_trace_index + i, contract_fault(e.what()));
   }

@@ -21,7 +21,8 @@
 // A PolicyContractError from the policy (a free it refuses, a plugin's bad block) is an InputError
 // naming the policy and the event index, lenient or not: lenient skips the trace's inconsistent
 // events only (counted in skipped_events, the first named in first_skipped), never a policy's
-// fault.
+// fault. The event in progress is also where a plugin's crash or exit() is reported
+// (policies/plugin/plugin_guard.h).
 // Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
 // Invariant checked in tests: reserved >= allocated >= requested at every step.
 #pragma once
@@ -36,6 +37,7 @@
 #include <absl/container/flat_hash_set.h>
 
 #include "policies/detail/address_map.h"
+#include "policies/plugin/plugin_guard.h"
 #include "policies/policy.h"
 #include "proto/event.h"
 #include "replayer/latency_histogram.h"
@@ -121,6 +123,7 @@ class ReplaySession {
   uint64_t allocated_ = 0;
   uint64_t requested_ = 0;
   uint64_t replay_index_ = 0;  // alloc + free_completed events seen
+  uint64_t event_cursor_ = 0;  // the trace index of the event being dispatched
   bool stopped_ = false;
   PoolConsistency pools_;  // used with options_.check_pools
   LatencyHistogram allocate_cached_, allocate_device_, free_cached_, free_device_;
