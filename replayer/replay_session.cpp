@@ -205,13 +205,10 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
       block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size, event.stream);
   }
   if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
-  // Under a capacity below the starting state, the trace does not fit: an OOM (as `fit` probes
-  // expect), not bad input.
-  if (!block && device_.capacity()) return record_oom(event, replay_index_, trace_index);
-  if (!block) {
-    inconsistent(trace_index, "the state the trace starts in does not fit on this device");
-    return;
-  }
+  // The starting state does not fit under the capacity (as `fit` probes it) or under the policy's
+  // own limit (rmm_pool's maximum_pool_size): an OOM, as any allocation the policy cannot serve,
+  // not bad input.
+  if (!block) return record_oom(event, replay_index_, trace_index);
   add_live(event.address, *block, event.size);
   // No metrics until the starting state is whole (after_change at the first recorded event).
 }

@@ -277,14 +277,17 @@ void CachingAllocatorPolicy::release_block(CacheBlock* block) {
   arena_.destroy(block);
 }
 
+// Oversize free blocks are segments under PyTorch's max_split_size; pieces of adopted split ones are passed over.
 bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& p) {
   const uint64_t max_split = config_.max_split_size;
   if (max_split == std::numeric_limits<uint64_t>::max()) return false;
   FreeBlockSet& blocks = p.pool->blocks;
   const uint64_t key_size = std::max(p.size, max_split);
   auto it = blocks.lower_bound(p.stream, key_size);
-  if (it != blocks.end() && it->stream == p.stream && it->segment == nullptr) {
-    release_block(&*it);  // one oversize segment big enough
+  auto whole = it;
+  while (whole != blocks.end() && whole->stream == p.stream && whole->segment == nullptr && whole->is_split()) ++whole;
+  if (whole != blocks.end() && whole->stream == p.stream && whole->segment == nullptr) {
+    release_block(&*whole);  // one oversize segment big enough
     return true;
   }
   // Otherwise free oversize segments of this stream from the largest down until key_size bytes
@@ -294,7 +297,7 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   uint64_t released = 0;
   --it;
   while (released < key_size && it->size >= max_split && it->stream == p.stream) {
-    if (it->segment == nullptr) {
+    if (it->segment == nullptr && !it->is_split()) {
       victims.push_back(&*it);
       released += it->size;
     }
