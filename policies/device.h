@@ -65,7 +65,8 @@ struct PoolConfig {
 // the counters. What the base enforces, for every device, policy and plugin:
 //   capacity   a malloc, map or pool growth that would take reserved_bytes past limit() (the
 //              per-process cap, else the whole device) fails (nullopt / false, failed_calls + 1)
-//              without reaching the hook (so without a driver call)
+//              without reaching the hook (so without a driver call); only maps that a policy's
+//              own cap admitted (admit()) may end past it, by less than one call's pages
 //   pages      map and unmap take whole pages (granularity()) inside one live reservation; a map
 //              of pages already mapped, an unmap of pages not mapped, and a release of a
 //              reservation that is not one or still has pages mapped are caller bugs: logic_error
@@ -96,8 +97,7 @@ class Device {
   void release_address(uint64_t address, uint64_t bytes);
   // Back [address, address+bytes) with physical pages (cuMemCreate + cuMemMap + cuMemSetAccess
   // per page); counted as one call. False, with nothing mapped, when the device or its capacity
-  // has no room: the cap holds for mapped pages as for cudaMalloc (a policy that checks a cap of
-  // its own first, as PyTorch's expandable segments do, sees the same limit()).
+  // has no room: the cap holds for mapped pages as for cudaMalloc, but for what admit() granted.
   bool map(uint64_t address, uint64_t bytes);
   // Unmap and release the physical pages of [address, address+bytes), which map() backed; one call.
   void unmap(uint64_t address, uint64_t bytes);

@@ -145,6 +145,8 @@ void check(const CheckOptions& options) {
   for (size_t t = 0; t < options.traces.size(); ++t) {
     const ReplayOptions& base = bases[t];
     const auto& replays = all_replays[t];
+    if (!replays.metrics.empty())
+      if (const auto skipped = skipped_warning(base.trace_path, replays.metrics.front())) warn(*skipped);
     for (size_t p = 0; p < options.policies.size(); ++p) {
       const std::string& policy = options.policies[p];
       const results::BaselineEntry* entry = compare_to_baseline ? baseline.find(trace_names[t], policy) : nullptr;

@@ -82,6 +82,7 @@ nlohmann::json search(const ReplayOptions& replay, uint64_t resolution, int grid
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
   if (!warning) warning = incomplete_warning(replay.trace_path, scan.uncapped);
+  if (!warning) warning = skipped_warning(replay.trace_path, scan.uncapped);
   // The capacities first (what a script reads), then how they were found.
   const nlohmann::json result = {{"policy", replay.policy_spec},
                                  {"complete", scan.uncapped.complete},
