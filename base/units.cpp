@@ -1,6 +1,7 @@
 // Byte units (units.h): the parser and the formatters.
 #include "base/units.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -61,7 +62,7 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
 }
 
 ByteSizeInput parse_byte_input(std::string_view text) {
-  constexpr std::string_view kExamples = ", e.g. 40GiB, 7.5GiB, 512MiB or 80GB";
+  const std::string kExamples = std::string(", e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units ") + kByteUnits + ")";
   ByteSizeInput input;
   const bool unitless = !has_letter(text);
   if (unitless && text.find('.') != std::string_view::npos) {
@@ -78,17 +79,35 @@ ByteSizeInput parse_byte_input(std::string_view text) {
   return input;
 }
 
-std::string format_bytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
+namespace {
+
+constexpr const char* kUnitNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+
+int unit_of(uint64_t bytes) {
   int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.2f %s", value, kUnits[unit]);
+  for (double value = static_cast<double>(bytes); value >= 1024 && unit < 4; value /= 1024) ++unit;
+  return unit;
+}
+
+std::string in_unit(uint64_t bytes, int unit, int decimals) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f %s", unit == 0 ? 0 : decimals,
+                static_cast<double>(bytes) / static_cast<double>(uint64_t{1} << (10 * unit)), kUnitNames[unit]);
   return buffer;
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes) { return in_unit(bytes, unit_of(bytes), 2); }
+
+std::pair<std::string, std::string> format_bytes_apart(uint64_t a, uint64_t b) {
+  if (a == b) return {format_bytes(a), format_bytes(b)};
+  const int unit = unit_of(std::max(a, b));
+  for (int decimals = 2; decimals <= 6; ++decimals) {
+    std::string x = in_unit(a, unit, decimals), y = in_unit(b, unit, decimals);
+    if (x != y) return {std::move(x), std::move(y)};
+  }
+  return {std::to_string(a) + " bytes", std::to_string(b) + " bytes"};
 }
 
 std::string format_percent(double fraction) {

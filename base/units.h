@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace memreplay {
 
@@ -28,6 +29,10 @@ constexpr uint64_t operator""_TiB(unsigned long long n) { return n * kTiB; }
 // "8GiB" -> 8589934592, "1.5GB" -> 1500000000, "4096" -> 4096, "0" -> 0; nullopt when the text is
 // not a byte size or exceeds 2^64 - 1. A plain byte count is exact (not read through a double).
 std::optional<uint64_t> parse_byte_size(std::string_view text);
+// The units parse_byte_size reads, for error messages.
+inline constexpr const char* kByteUnits =
+    "B, KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T mean the same) or KB, MB, GB, TB (powers of 1000), "
+    "any case";
 
 // A size a person typed for an option (--capacity 40GiB): stricter than parse_byte_size. Refused:
 // empty text, no number, an unknown unit, 0 bytes, and a fraction without a unit ("7.5" bytes is
@@ -43,6 +48,9 @@ ByteSizeInput parse_byte_input(std::string_view text);
 
 // 1264582656 -> "1.18 GiB", 512 -> "512 B" (powers of 1024, two decimals above bytes).
 std::string format_bytes(uint64_t bytes);
+// Two sizes in one unit with as many decimals as it takes for them to read differently (a fitting
+// and a failing capacity must never print the same); equal sizes read the same.
+std::pair<std::string, std::string> format_bytes_apart(uint64_t a, uint64_t b);
 // 0.4912 -> "49.1%".
 std::string format_percent(double fraction);
 // 1.53 -> "1.530×".

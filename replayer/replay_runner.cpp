@@ -32,6 +32,15 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
   return target;
 }
 
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event) {
+  if (read_any_event) return;
+  if (const auto note = reader.truncation_note())
+    throw InputError(reader.path() + ": no event to read: the file was cut off before its first whole chunk (" + *note +
+                     ")");
+  throw InputError(reader.path() +
+                   ": the trace holds no event (a recording of a program that made no GPU allocation?)");
+}
+
 ReplayMetrics run_replay(const ReplayOptions& options) {
   TraceReader reader(options.trace_path);
   auto [device, policy] = make_replay_target(reader, options);
@@ -41,11 +50,14 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
+  bool read_any_event = false;
   while (reader.next_batch(batch)) {
+    read_any_event = true;
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
     if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
   }
+  refuse_eventless_trace(reader, read_any_event);
   if (device->left_recorded_placement()) {
     ReplayOptions by_model = options;
     by_model.follow_recorded_placement = false;
@@ -55,11 +67,15 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   metrics.recorded_placement = options.follow_recorded_placement;
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
+  note_trace_loss(reader, metrics);
+  return metrics;
+}
+
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics) {
   if (auto loss = reader.loss()) {
-    metrics.complete = false;
+    metrics.trace_complete = false;
     metrics.loss = TraceLoss{loss->whole_events, loss->lost_bytes, loss->file_bytes, std::move(loss->reason)};
   }
-  return metrics;
 }
 
 ReplayMetrics run_uncapped_replay(const ReplayOptions& options) {

@@ -24,10 +24,20 @@ struct ReplayTarget {
 };
 ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options);
 
+// Refuses, with an InputError naming the file, a trace of which no event could be read: one cut
+// off before its first whole chunk, or one that holds no event. Either would replay (or validate)
+// as nothing at all, its zeros read as a result.
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event);
+
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
 // policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
-// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
+// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning);
+// one with no event to read is refused (refuse_eventless_trace).
 ReplayMetrics run_replay(const ReplayOptions& options);
+
+// What a trace cut off mid-write lost, into `metrics` (trace_complete, loss), once the replay has
+// read all of `reader` that it could.
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics);
 
 // run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
 // Throws InputError when even that runs out of memory.

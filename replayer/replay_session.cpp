@@ -16,6 +16,7 @@ ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions optio
       timeline_(options_.timeline_points) {
   metrics_.trace_device = options_.trace_device;
   metrics_.capacity = device_.capacity();
+  metrics_.device_memory = device_.total_memory();
 }
 
 void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) {
@@ -74,7 +75,7 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
     case EventKind::segment_unmap: on_segment(event, trace_index); break;
     case EventKind::empty_cache:
       policy_.empty_cache();
-      after_change(event.time_ns);
+      after_change(event.time_ns, trace_index);
       break;
     case EventKind::event_record:
     case EventKind::stream_wait_event:
@@ -113,7 +114,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   *slot = LiveBlock{block->address, block->size, event.size};
   count_live(*block, event.size);
-  after_change(event.time_ns);
+  after_change(event.time_ns, trace_index);
 }
 
 void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
@@ -135,7 +136,7 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   allocated_ -= block.size;
   requested_ -= block.requested;
   timed_free(block.policy_address, event.stream);
-  after_change(event.time_ns);
+  after_change(event.time_ns, trace_index);
 }
 
 uint64_t ReplaySession::device_calls() const {
@@ -174,7 +175,7 @@ void ReplaySession::on_segment(const Event& event, uint64_t trace_index) {
   } else if (event.pool != kDefaultPool) [[unlikely]] {
     // A private pool's segment goes back only once the pool is released: so is it now.
     policy_.release_pool(event.pool);
-    after_change(event.time_ns);
+    after_change(event.time_ns, trace_index);
   }
 }
 
@@ -238,10 +239,24 @@ void ReplaySession::count_live(const Block& block, uint64_t requested) {
   metrics_.requested_peak = std::max(metrics_.requested_peak, requested_);
 }
 
-// A new reserved peak: measure fragmentation now, from outside the policy.
-void ReplaySession::measure_new_peak(uint64_t reserved) {
+void ReplaySession::at_reserved_peak(uint64_t reserved, uint64_t trace_index) {
+  if (reserved > metrics_.reserved_peak || !metrics_.peak_trace_event) {  // a new peak
+    least_allocated_at_peak_ = allocated_;
+    return measure_peak_moment(reserved, trace_index);
+  }
+  if (allocated_ > allocated_at_peak_moment_) return measure_peak_moment(reserved, trace_index);
+  least_allocated_at_peak_ = allocated_;
+  metrics_.fragmentation_at_peak_max = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+}
+
+// The moment at the peak so far: measure fragmentation now, from outside the policy.
+void ReplaySession::measure_peak_moment(uint64_t reserved, uint64_t trace_index) {
   metrics_.reserved_peak = reserved;
+  metrics_.peak_replay_event = replay_index_ == 0 ? 0 : replay_index_ - 1;
+  metrics_.peak_trace_event = trace_index;
+  allocated_at_peak_moment_ = allocated_;
   metrics_.fragmentation_at_peak = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+  metrics_.fragmentation_at_peak_max = reserved == 0 ? 0.0 : 1.0 - double(least_allocated_at_peak_) / double(reserved);
   std::vector<std::pair<uint64_t, uint64_t>> blocks;
   blocks.reserve(live_.size());
   live_.for_each([&](uint64_t, const LiveBlock& b) { blocks.emplace_back(b.policy_address, b.size); });
@@ -257,6 +272,8 @@ ReplayMetrics ReplaySession::finish() {
   metrics_.reserved_peak = std::max(metrics_.reserved_peak, c.reserved_peak);
   metrics_.device_alloc_calls = c.malloc_calls + c.map_calls;
   metrics_.device_free_calls = c.free_calls + c.unmap_calls;
+  metrics_.device_calls = device_calls_of(c);
+  metrics_.stopped_at_oom = stopped_;
   metrics_.device_counters = {
       {"malloc", c.malloc_calls},
       {"free", c.free_calls},

@@ -90,8 +90,12 @@ void TraceSummarizer::count_pool(DeviceState& state, const Event& event) {
     uint64_t& reserved = state.pool_bytes[event.pool].reserved;
     reserved += event.size;
     pool.peak_reserved_bytes = std::max(pool.peak_reserved_bytes, reserved);
+    state.reserved_bytes += event.size;
+    state.summary.peak_reserved_bytes = std::max(state.summary.peak_reserved_bytes, state.reserved_bytes);
+    state.summary.has_segment_events = true;
   } else if (event.kind == EventKind::segment_free || event.kind == EventKind::segment_unmap) {
     uint64_t& reserved = state.pool_bytes[event.pool].reserved;
+    state.reserved_bytes -= std::min(state.reserved_bytes, std::min(reserved, event.size));
     reserved -= std::min(reserved, event.size);
   }
 }

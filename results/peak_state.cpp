@@ -42,29 +42,32 @@ PeakState describe(const Device& device, const ObservingPolicy& observer, size_t
 
 }  // namespace
 
-PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks) {
-  TraceReader reader(options.trace_path);
-  auto [device, policy] = make_replay_target(reader, options);
+PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& measured, size_t top_stacks) {
+  if (!measured.peak_trace_event) return {};
+  const uint64_t peak_event = *measured.peak_trace_event;
+  ReplayOptions placed = options;
+  placed.follow_recorded_placement = measured.recorded_placement;
+  placed.timeline_points = 1;
+  TraceReader reader(placed.trace_path);
+  auto [device, policy] = make_replay_target(reader, placed);
   ObservingPolicy observer(*policy, false, true);
-  ReplayOptions session_options = options;
-  session_options.timeline_points = 1;
-  ReplaySession session(observer, *device, session_options);
+  ReplaySession session(observer, *device, placed);
 
   std::vector<Event> batch;
   uint64_t index = 0, replay_index = 0;
   while (reader.next_batch(batch)) {
     for (size_t i = 0; i < batch.size(); ++i) {
       const Event& e = batch[i];
-      if (e.device == options.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
+      if (e.device == placed.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
       if (!session.feed(e, index + i)) return {};
-      if (e.device != options.trace_device) continue;
+      if (e.device != placed.trace_device) continue;
       const bool replayed =
           (e.kind == EventKind::alloc && !e.has_flag(kPreexisting)) || e.kind == EventKind::free_completed;
       if (replayed) ++replay_index;
-      if (device->counters().reserved_bytes == reserved_peak) {
+      if (index + i == peak_event) {
         PeakState state = describe(*device, observer, top_stacks);
         state.replay_event = replay_index == 0 ? 0 : replay_index - 1;
-        state.trace_event = index + i;
+        state.trace_event = peak_event;
         return state;
       }
     }

@@ -11,12 +11,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "replayer/replay_options.h"
+#include "results/recommendation.h"
 
 namespace memreplay::results {
 
-inline constexpr int kReportDataSchemaVersion = 2;  // 2: series as levels of chunks
-
-// Throws InputError for a damaged trace or a bad policy spec.
-nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies);
+// The first of `policies` is the current setting (the advice and the star's call rule start from
+// it). Throws InputError for a damaged trace or a bad policy spec.
+nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies,
+                                 double max_call_ratio = kDefaultMaxCallRatio);
 
 }  // namespace memreplay::results

@@ -128,6 +128,9 @@ MEMREPLAY_REGISTER_POLICY(bfc, .name = "bfc",
                           .factory = make_bfc,
                           .contract_option_sets = {"", "allow_growth:true",
                                                    "allow_growth:true,garbage_collection:false",
-                                                   "allow_growth:True,max_internal_fragmentation:1MiB"});
+                                                   "allow_growth:True,max_internal_fragmentation:1MiB"},
+                          .reserves_up_front =
+                              "the whole memory limit (default: the capacity, else the device's "
+                              "memory) unless allow_growth:True");
 
 }  // namespace memreplay

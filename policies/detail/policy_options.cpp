@@ -108,7 +108,9 @@ double PolicyOptions::to_number(const PolicyOption& option) const {
 uint64_t PolicyOptions::to_bytes(const PolicyOption& option) const {
   const std::string& text = scalar(option);
   const auto bytes = parse_byte_size(text);
-  if (!bytes) fail(option, "expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096), got " + quoted(text));
+  if (!bytes)
+    fail(option, "expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096; units " + std::string(kByteUnits) + "), got " +
+                     quoted(text));
   return *bytes;
 }
 

@@ -283,6 +283,10 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   if (max_split == std::numeric_limits<uint64_t>::max()) return false;
   FreeBlockSet& blocks = p.pool->blocks;
   const uint64_t key_size = std::max(p.size, max_split);
+  // A cached block PyTorch frees here is a whole segment: it never splits an oversize block. One
+  // that is split can only come from a trace's starting state (adopted segments, recorded under
+  // another max_split_size); it is not a segment of its own and stays.
+  const auto releasable = [](const CacheBlock& b) { return b.segment == nullptr && !b.is_split(); };
   auto it = blocks.lower_bound(p.stream, key_size);
   auto whole = it;
   while (whole != blocks.end() && whole->stream == p.stream && whole->segment == nullptr && whole->is_split()) ++whole;
@@ -297,7 +301,7 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   uint64_t released = 0;
   --it;
   while (released < key_size && it->size >= max_split && it->stream == p.stream) {
-    if (it->segment == nullptr && !it->is_split()) {
+    if (releasable(*it)) {
       victims.push_back(&*it);
       released += it->size;
     }

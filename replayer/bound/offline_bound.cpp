@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 
 #include <absl/container/flat_hash_map.h>
 
+#include "base/output_file.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/bound/occupancy_tree.h"
@@ -163,24 +163,15 @@ OfflineBound compute_bound(const std::vector<Lifetime>& blocks) {
 }
 
 void write_minimalloc_csv(const std::vector<Lifetime>& blocks, const std::string& path) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << "id,lower,upper,size\n";
-    for (const Lifetime& b : blocks) out << b.id << ',' << b.lower << ',' << b.upper << ',' << b.size << '\n';
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw InputError(path + ": cannot write the MiniMalloc CSV");
-    }
+  OutputFile out(path);
+  std::string csv = "id,lower,upper,size\n";
+  for (const Lifetime& b : blocks) {
+    csv += std::to_string(b.id) + ',' + std::to_string(b.lower) + ',' + std::to_string(b.upper) + ',' +
+           std::to_string(b.size) + '\n';
+    if (csv.size() >= (1 << 20)) out.write(csv), csv.clear();  // a few MiB at a time, however many blocks
   }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw InputError(path + ": cannot write the MiniMalloc CSV");
-  }
+  out.write(csv);
+  out.commit();
 }
 
 }  // namespace memreplay

@@ -44,11 +44,16 @@ TEST(Units, ATypedSizeNeedsAUnitForAFractionAndIsNeverZero) {
   EXPECT_TRUE(plain.unitless);  // read as bytes; the caller warns
   const ByteSizeInput fraction = parse_byte_input("7.5");
   EXPECT_FALSE(fraction.bytes);
-  EXPECT_EQ(fraction.error, "a fraction needs a unit (7.5 bytes is not a size), e.g. 40GiB, 7.5GiB, 512MiB or 80GB");
+  EXPECT_EQ(
+      fraction.error,
+      std::string("a fraction needs a unit (7.5 bytes is not a size), e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units ") +
+          kByteUnits + ")");
   for (const char* bad : {"", "0", "0GiB", "lots", "GiB", "-1GiB"}) {
     const ByteSizeInput refused = parse_byte_input(bad);
     EXPECT_FALSE(refused.bytes) << bad;
-    EXPECT_EQ(refused.error, "expected bytes with a unit, e.g. 40GiB, 7.5GiB, 512MiB or 80GB") << bad;
+    EXPECT_EQ(refused.error,
+              std::string("expected bytes with a unit, e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units ") + kByteUnits + ")")
+        << bad;
   }
 }
 

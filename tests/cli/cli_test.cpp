@@ -224,9 +224,10 @@ TEST(Cli, ReplayRefusesAnInconsistentTraceUnlessLenient) {
   // The table counts them in a column of its own, and stderr says so.
   r = testing::run_memreplay("replay " + trace.string() + " --policy pytorch --lenient", trace.parent_path());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("complete  skipped"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("yes             1\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(3) events --lenient skipped as inconsistent"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("events (5)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("yes           1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(5) events --lenient skipped as inconsistent"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("--lenient skipped 1 event inconsistent with the live state (the first: event 1: "
                        "free_completed of 0x2000, which is not a live block); the numbers leave it out"),
             std::string::npos)

@@ -107,7 +107,8 @@ TEST(TorchVersionCli, ImportRecordsTheReleaseTheUserNames) {
 TEST(TorchVersionCli, PoliciesNameTheReleaseTheyModel) {
   const auto r = testing::run_memreplay("policies --json -", scratch_dir());
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& p : nlohmann::json::parse(r.out)["policies"]) {
+  const auto listed = nlohmann::json::parse(r.out);  // named: a loop over a temporary's member dangles
+  for (const auto& p : listed["policies"]) {
     if (p["name"] == "pytorch") EXPECT_EQ(p["models_torch_version"], "2.11");
     if (p["name"] == "bfc") EXPECT_TRUE(p["models_torch_version"].is_null());
   }

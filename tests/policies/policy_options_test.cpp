@@ -42,7 +42,8 @@ TEST(PolicyOptions, ByteValuesReadTheOneByteParser) {
     bad.to_bytes(bad.entries()[0]);
     ADD_FAILURE() << "'lots' read as bytes";
   } catch (const PolicySpecError& e) {
-    EXPECT_STREQ(e.what(), "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096), got 'lots'");
+    EXPECT_EQ(std::string(e.what()), "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096; units " +
+                                         std::string(kByteUnits) + "), got 'lots'");
   }
 }
 
@@ -75,8 +76,8 @@ TEST(PolicyOptions, ErrorsAreOneLineAndNameTheKeyAndTheValue) {
     options.to_bytes(options.entries()[0]);
     FAIL();
   } catch (const PolicySpecError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096), got 'lots'");
+    EXPECT_EQ(std::string(e.what()), "demo option 'size': expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096; units " +
+                                         std::string(kByteUnits) + "), got 'lots'");
   }
   try {
     options.to_bool(options.entries()[1], Booleans::either);

@@ -46,9 +46,13 @@ TEST(Engine, MeasuresPeaksOfRequestedAllocatedAndReserved) {
   EXPECT_EQ(m.allocated_peak, 1024u + 3072u);
   EXPECT_EQ(m.reserved_peak, 2 * kMiB);
   EXPECT_EQ(m.device_alloc_calls, 1u);
-  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak, 1.0 - double(1024) / double(2 * kMiB));
-  EXPECT_EQ(m.total_free_at_peak, 2 * kMiB - 1024);
-  EXPECT_EQ(m.largest_free_at_peak, 2 * kMiB - 1024);
+  // AND "at the peak" is the peak's most-used moment (after the second alloc), not its first one
+  EXPECT_EQ(m.peak_replay_event, std::optional<uint64_t>(1));
+  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak, 1.0 - double(1024 + 3072) / double(2 * kMiB));
+  EXPECT_EQ(m.total_free_at_peak, 2 * kMiB - 1024 - 3072);
+  EXPECT_EQ(m.largest_free_at_peak, 2 * kMiB - 1024 - 3072);
+  // AND the other end: the least-used moment (after the first alloc)
+  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak_max, 1.0 - double(1024) / double(2 * kMiB));
 }
 
 TEST(Engine, BlockStaysLiveUntilFreeCompleted) {

@@ -50,7 +50,7 @@ std::string problem_of(const ScanCase& c, const std::string& path, uint64_t even
     const ReplayMetrics m = run_replay(options);
     if (m.oom_at_event) return m.oom_request_bytes && m.oom_trace_event ? "" : "an OOM that names no request";
     if (m.events != events) return "stopped after " + std::to_string(m.events) + " of " + std::to_string(events);
-    if (!m.complete) return "incomplete";
+    if (!m.complete()) return "incomplete";
     return "";
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what();

@@ -39,6 +39,9 @@ void bound(const BoundOptions& options) {
     std::printf("  static placement, 512-rounded sizes   %12s  %.4f x  (live peak of rounded sizes %s)\n",
                 format_bytes(b.greedy_rounded).c_str(), ratio(b.greedy_rounded), format_bytes(b.rounded_peak).c_str());
     std::printf("  %.3f s\n", b.seconds);
+    if (!options.minimalloc.empty())
+      std::printf("  lifetimes of %zu blocks written to %s (MiniMalloc CSV: id,lower,upper,size)\n", blocks.size(),
+                  options.minimalloc.c_str());
   }
   if (!options.json.empty())
     write_json({{"trace", options.trace},
@@ -48,7 +51,10 @@ void bound(const BoundOptions& options) {
                 {"rounded_peak", b.rounded_peak},
                 {"greedy_requested", b.greedy_requested},
                 {"greedy_rounded", b.greedy_rounded},
-                {"seconds", b.seconds}},
+                {"seconds", b.seconds},
+                {"minimalloc", options.minimalloc.empty()
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json{{"path", options.minimalloc}, {"blocks", blocks.size()}}}},
                options.json);
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
 #include "policies/torch_version.h"
 #include "proto/input_error.h"
 #include "proto/trace_writer.h"
@@ -92,7 +93,10 @@ void import(const ImportOptions& options) {
 
 void add_import_command(CLI::App& app) {
   auto [command, options] = add_command<ImportOptions>(app, "import", kHelp, import);
-  command.add_option("INPUT", options.input, "snapshot pickle or RMM CSV log")->required()->check(CLI::ExistingFile);
+  command.add_option("INPUT", options.input, "snapshot pickle or RMM CSV log")
+      ->required()
+      ->check(CLI::ExistingFile)
+      ->each(protect_input);  // -o naming the input would replace it
   command.add_option("-o,--output", options.output, "trace file to write (.mrt)")->required();
   command.add_option("--torch-version", options.torch_version,
                      "the torch release that recorded the snapshot (torch.__version__; a snapshot does not "

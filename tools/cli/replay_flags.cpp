@@ -84,46 +84,6 @@ void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
   if (const auto skipped = skipped_warning(options.trace_path, m)) warn(*skipped);
 }
 
-void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
-  // The best row: the lowest reserved peak among replays that did not run out of memory.
-  const ReplayMetrics* best = nullptr;
-  bool skipped = false;  // a column of its own, only where --lenient skipped events
-  for (const auto& m : rows) {
-    if (!m.oom_at_event && (!best || m.reserved_peak < best->reserved_peak)) best = &m;
-    skipped = skipped || m.skipped_events > 0;
-  }
-  std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "policy", "reserved", "reserved",
-              "allocated", "requested", "unallocated", "free-space", "device", "device", "retries", "OOM",
-              skipped ? "complete  skipped" : "complete");
-  std::printf("%-2s%-44s %12s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "", "÷ requested", "peak", "peak",
-              "peak", "at peak (1)", "frag (2)", "mallocs", "frees", "", "", skipped ? "          events (3)" : "");
-  for (const auto& m : rows) {
-    const std::string oom = m.oom_at_event ? "OOM at event " + std::to_string(*m.oom_at_event) + " (partial)" : "-";
-    const double ratio = m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak);
-    char ratio_text[32];
-    std::snprintf(ratio_text, sizeof ratio_text, "%.3f", ratio);
-    char complete[32];
-    if (skipped)
-      std::snprintf(complete, sizeof complete, "%-8s %8llu", m.complete ? "yes" : "NO",
-                    static_cast<unsigned long long>(m.skipped_events));
-    else
-      std::snprintf(complete, sizeof complete, "%s", m.complete ? "yes" : "NO");
-    std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8llu %8llu %7llu %-30s %s\n", &m == best ? "*" : "",
-                m.policy.c_str(), ratio_text, format_bytes(m.reserved_peak).c_str(),
-                format_bytes(m.allocated_peak).c_str(), format_bytes(m.requested_peak).c_str(),
-                format_percent(m.fragmentation_at_peak).c_str(), format_percent(m.free_fragmentation_at_peak).c_str(),
-                static_cast<unsigned long long>(m.device_alloc_calls),
-                static_cast<unsigned long long>(m.device_free_calls), static_cast<unsigned long long>(m.alloc_retries),
-                oom.c_str(), complete);
-  }
-  std::printf(
-      "(1) 1 - allocated/reserved at the moment reserved peaked; (2) 1 - largest free range / all free "
-      "bytes at that moment (how split the free space is, not how much). Device mallocs/frees: cudaMalloc + "
-      "map / cudaFree + unmap calls.%s%s\n",
-      rows.size() > 1 && best ? " *: lowest reserved peak without OOM." : "",
-      skipped ? " (3) events --lenient skipped as inconsistent with the live state: the numbers leave them out." : "");
-}
-
 void print_latency_table(const ReplayMetrics& m) {
   if (!m.latency) return;
   const auto row = [](const char* name, const LatencySummary& s) {

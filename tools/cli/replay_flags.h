@@ -38,8 +38,6 @@ void warn_torch_version(const std::string& trace, const proto::TraceHeader& head
 void warn_torch_version(const std::string& trace, const std::string& policy_spec);
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 
-// One metrics row as the table the replay and compare commands print.
-void print_metrics_table(const std::vector<ReplayMetrics>& rows);
 // The per-operation latencies of a --time-operations replay; nothing without them.
 void print_latency_table(const ReplayMetrics& m);
 

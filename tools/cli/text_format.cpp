@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
 #include "base/units.h"
 #include "proto/input_error.h"
 
@@ -30,24 +29,7 @@ void write_json(const nlohmann::json& value, const std::string& path) {
   write_file_atomically(path, value.dump(2) + "\n");
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  std::error_code ec;
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ec);
-      throw InputError(path + ": cannot write");
-    }
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw InputError(path + ": cannot write");
-  }
-}
+void write_file_atomically(const std::string& path, const std::string& text) { write_output_file(path, text); }
 
 void warn(const std::string& message) { std::cerr << "memreplay: warning: " << message << "\n"; }
 

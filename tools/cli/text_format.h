@@ -15,7 +15,7 @@ namespace memreplay::cli {
 uint64_t parse_bytes(std::string_view text, std::string_view option);
 // Writes JSON to FILE, or to stdout for "-". Throws InputError if the file can't be written.
 void write_json(const nlohmann::json& value, const std::string& path);
-// Writes `text` through PATH.tmp and a rename, so a failure leaves no partial file.
+// Writes `text` whole or not at all (base/output_file.h: its rules for symlinks, devices, inputs).
 void write_file_atomically(const std::string& path, const std::string& text);
 // "memreplay: warning: ..." on stderr.
 void warn(const std::string& message);
