@@ -15,6 +15,12 @@
 namespace memreplay::results {
 namespace {
 
+// Names may hold any bytes: XML and Markdown readers take well-formed UTF-8 only.
+std::string xml_safe_utf8(const std::string& text, bool keep_newlines = false) {
+  return xml_safe(wire::valid_utf8(text), keep_newlines);
+}
+std::string markdown_safe_utf8(const std::string& text) { return markdown_safe(wire::valid_utf8(text)); }
+
 std::string seconds_text(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.3f", seconds);
@@ -53,12 +59,13 @@ std::string junit_document(size_t tests, size_t failures, double seconds, const 
 
 std::string junit_case(const std::string& classname, const std::string& name, const std::string& failure_type,
                        const std::string& failure, const std::string& details) {
-  std::string xml = "    <testcase classname=\"" + xml_safe(classname) + "\" name=\"" + xml_safe(name) + "\">\n";
+  std::string xml =
+      "    <testcase classname=\"" + xml_safe_utf8(classname) + "\" name=\"" + xml_safe_utf8(name) + "\">\n";
   if (!failure_type.empty())
-    xml += "      <failure message=\"" + xml_safe(failure) + "\" type=\"" + failure_type + "\">" + xml_safe(details, true) +
-           "</failure>\n";
+    xml += "      <failure message=\"" + xml_safe_utf8(failure) + "\" type=\"" + failure_type + "\">" +
+           xml_safe_utf8(details, true) + "</failure>\n";
   else
-    xml += "      <system-out>" + xml_safe(details, true) + "</system-out>\n";
+    xml += "      <system-out>" + xml_safe_utf8(details, true) + "</system-out>\n";
   return xml + "    </testcase>\n";
 }
 
@@ -93,8 +100,8 @@ std::string metric_row(const CheckCase& c, const CheckMetric& metric) {
   }
   const std::string before = base ? format_metric(name, *base->baseline) : (c.is_new ? "new" : "—");
   const std::string change = base ? format_change(name, *base->baseline, base->value) : "";
-  return "| " + std::string(failed ? "❌" : (c.is_new ? "🆕" : "✅")) + " | " + markdown_safe(c.trace) + " | " +
-         markdown_safe(c.policy) + " | " + std::string(metric.label) + " | " + before + " | " +
+  return "| " + std::string(failed ? "❌" : (c.is_new ? "🆕" : "✅")) + " | " + markdown_safe_utf8(c.trace) + " | " +
+         markdown_safe_utf8(c.policy) + " | " + std::string(metric.label) + " | " + before + " | " +
          format_metric(name, c.values.at(name)) + " | " + change + " | " + limits + " |\n";
 }
 
@@ -146,21 +153,21 @@ std::string markdown_summary(const CheckResult& result) {
     md << "**Regressions**\n\n";
     for (const auto& c : result.cases)
       for (const auto& f : c.findings)
-        if (f.regression) md << "- " << markdown_safe(describe_finding(c, f)) << "\n";
+        if (f.regression) md << "- " << markdown_safe_utf8(describe_finding(c, f)) << "\n";
     md << "\n";
   }
   if (std::any_of(result.cases.begin(), result.cases.end(), [](const CheckCase& c) { return c.is_new; })) {
     md << "**New** (no baseline entry)\n\n";
     for (const auto& c : result.cases)
-      if (c.is_new) md << "- " << markdown_safe(new_line(c)) << "\n";
+      if (c.is_new) md << "- " << markdown_safe_utf8(new_line(c)) << "\n";
     md << "\n";
   }
   if (result.update) {
     const auto& u = *result.update;
-    md << "**Baseline update**: " << (u.written ? "written" : "not written: " + markdown_safe(u.refused.value_or("")))
-       << "\n\n";
+    md << "**Baseline update**: "
+       << (u.written ? "written" : "not written: " + markdown_safe_utf8(u.refused.value_or(""))) << "\n\n";
     std::istringstream lines(update_lines(u));
-    for (std::string line; std::getline(lines, line);) md << "- " << markdown_safe(line) << "\n";
+    for (std::string line; std::getline(lines, line);) md << "- " << markdown_safe_utf8(line) << "\n";
     md << "\n";
   }
   md << "| | trace | policy | metric | baseline | new | change | limit |\n|---|---|---|---|---:|---:|---:|---|\n";
@@ -175,7 +182,8 @@ std::string markdown_summary(const CheckResult& result) {
 }
 
 std::string markdown_error(const std::string& message) {
-  return "### memreplay check: ERROR (bad input)\n\nThe check could not run:\n\n    " + terminal_safe(message) +
+  return "### memreplay check: ERROR (bad input)\n\nThe check could not run:\n\n    " +
+         wire::valid_utf8(terminal_safe(message)) +
          "\n\nExit status 2: fix the input; no trace × policy case was checked.\n";
 }
 

@@ -198,7 +198,10 @@ TEST_F(OutputFiles, AnOutputThatIsAnInputIsRefused) {
   for (const auto& [command, output] : cases) {
     const testing::CliRun run = testing::run_memreplay(command, dir_);
     EXPECT_EQ(run.status, 2) << command;
-    EXPECT_EQ(run.err.rfind("memreplay: " + output + ": is also an input of this command (", 0), 0u) << run.err;
+    // check names both roles of the file; every other writer says it is an input.
+    const std::string refusal = command.starts_with("check") ? output + ": given as TRACE and as --junit"
+                                                             : output + ": is also an input of this command (";
+    EXPECT_EQ(run.err.rfind("memreplay: " + refusal, 0), 0u) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   }
   EXPECT_EQ(testing::slurp(path("s.mrt")), trace_bytes);

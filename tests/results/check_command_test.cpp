@@ -85,17 +85,17 @@ TEST_F(CheckCommand, PlainLimitsWithoutABaseline) {
   EXPECT_NE(r.err.find("ran out of memory under --capacity at event "), std::string::npos) << r.err;
 }
 
-// per_process_memory_fraction:0 leaves the policy no byte: the replay runs out of memory at its
-// first allocation, so its reserved peak is 0 and --max-reserved 1MiB alone would pass it.
+// per_process_memory_fraction:0.0001 leaves the policy 14 MiB of the H200: the replay runs out of
+// memory at its first allocation (147 MiB), so its reserved peak is 0 and --max-reserved 1MiB alone would pass it.
 TEST_F(CheckCommand, AReplayThatRanOutOfMemoryFailsEveryLimit) {
   ReplayOptions brute;
   brute.trace_path = trace_;
-  brute.policy_spec = "pytorch:per_process_memory_fraction:0";
+  brute.policy_spec = "pytorch:per_process_memory_fraction:0.0001";
   const ReplayMetrics m = run_replay(brute);
   ASSERT_EQ(m.oom_at_event, 0u);
   ASSERT_LE(m.reserved_peak, 1u << 20);
 
-  auto r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0 --max-reserved 1MiB --json " +
+  auto r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --max-reserved 1MiB --json " +
                path("r.json"));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("ran out of memory at event 0"), std::string::npos) << r.err;
@@ -110,12 +110,12 @@ TEST_F(CheckCommand, AReplayThatRanOutOfMemoryFailsEveryLimit) {
   // Against a baseline: the OOM fails it as well, and an update refuses to record it.
   ASSERT_EQ(run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --update-baseline").status, 0);
   auto entry = baseline();
-  entry["entries"][0]["policy"] = "pytorch:per_process_memory_fraction:0";
+  entry["entries"][0]["policy"] = "pytorch:per_process_memory_fraction:0.0001";
   write_baseline(entry);
-  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0 --baseline " + baseline_);
+  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --baseline " + baseline_);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("ran out of memory (baseline: fitted) at event 0"), std::string::npos) << r.err;
-  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0 --baseline " + baseline_ +
+  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --baseline " + baseline_ +
           " --update-baseline --accept");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.out.find("baseline NOT updated: 1 case(s) failed their limits"), std::string::npos) << r.out;
