@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "results/text_table.h"
 #include "base/units.h"
+#include "results/text_table.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 

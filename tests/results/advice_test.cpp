@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "results/advice.h"
-#include "base/units.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 

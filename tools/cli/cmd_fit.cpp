@@ -7,12 +7,12 @@
 #include <string>
 
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_scan.h"
 #include "results/text_table.h"
-#include "base/units.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"

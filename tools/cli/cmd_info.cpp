@@ -3,8 +3,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "base/units.h"
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "replayer/trace_summary.h"
 #include "tools/cli/command.h"
