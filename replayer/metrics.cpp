@@ -75,6 +75,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"oom_request_bytes", optional_json(m.oom_request_bytes)},
       {"preexisting_segments", m.preexisting_segments},
       {"skipped_events", m.skipped_events},
+      {"first_skipped", m.first_skipped ? nlohmann::json(*m.first_skipped) : nlohmann::json(nullptr)},
       {"replay_seconds", m.replay_seconds},
       {"device_call_seconds", m.device_call_seconds},
       {"latency", latency_json(m.latency)},
@@ -98,6 +99,14 @@ nlohmann::json to_json(const ReplayMetrics& m) {
                                              {"reason", m.loss->reason}}
                             : nlohmann::json(nullptr)},
   };
+}
+
+std::optional<std::string> skipped_warning(const std::string& trace, const ReplayMetrics& m) {
+  if (m.skipped_events == 0) return std::nullopt;
+  return trace + ": --lenient skipped " + std::to_string(m.skipped_events) + " event" +
+         (m.skipped_events == 1 ? "" : "s") +
+         " inconsistent with the live state (the first: " + m.first_skipped.value_or("?") + "); the numbers leave " +
+         (m.skipped_events == 1 ? "it" : "them") + " out";
 }
 
 std::optional<std::string> incomplete_warning(const std::string& trace, const ReplayMetrics& m) {

@@ -79,6 +79,7 @@ struct ReplayMetrics {
   uint32_t oom_stack = 0;  // its stack id in the trace, 0 if none
   uint64_t preexisting_segments = 0;  // adopted from a trace that starts mid-run
   uint64_t skipped_events = 0;  // inconsistent events skipped under --lenient
+  std::optional<std::string> first_skipped;  // "event N: why" of the first of them
   // Every cudaMalloc placed where the trace recorded it (the replay made the trace's own calls).
   bool recorded_placement = false;
   double replay_seconds = 0;
@@ -115,6 +116,10 @@ uint64_t total_device_calls(const ReplayMetrics& m);
 // The one-line warning for a replay of an incomplete trace ("TRACE is incomplete: ..."), naming
 // the last whole event and the bytes lost; nullopt for a complete one.
 std::optional<std::string> incomplete_warning(const std::string& trace, const ReplayMetrics& m);
+
+// The one-line warning for a replay that skipped inconsistent events under --lenient ("TRACE:
+// --lenient skipped N events ..."), naming the first; nullopt when it skipped none.
+std::optional<std::string> skipped_warning(const std::string& trace, const ReplayMetrics& m);
 
 nlohmann::json to_json(const ReplayMetrics& m);
 

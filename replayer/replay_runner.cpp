@@ -27,6 +27,8 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
     target.policy = PolicyRegistry::instance().create(options.policy_spec, *target.device);
   } catch (const PolicySpecError& e) {
     throw InputError("--policy " + options.policy_spec + ": " + e.what());
+  } catch (const PolicyContractError& e) {  // a plugin's fault while it was being created
+    throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
   return target;
 }
@@ -113,10 +115,14 @@ std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   return warnings;
 }
 
-std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (m.events != 0 || m.oom_at_event) return std::nullopt;  // (an OOM in the starting state stops before any event)
-  return options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
-         " (see `memreplay info` for the devices it has); every number below is 0";
+std::vector<std::string> replay_warnings_after(const ReplayOptions& options, const ReplayMetrics& m) {
+  std::vector<std::string> warnings;
+  if (m.events == 0 && !m.oom_at_event)  // (an OOM in the starting state stops before any event)
+    warnings.push_back(options.trace_path + ": no alloc or free events on trace device " +
+                       std::to_string(options.trace_device) +
+                       " (see `memreplay info` for the devices it has); every number below is 0");
+  if (auto skipped = skipped_warning(options.trace_path, m)) warnings.push_back(std::move(*skipped));
+  return warnings;
 }
 
 void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {

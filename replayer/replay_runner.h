@@ -52,8 +52,9 @@ std::optional<std::string> torch_version_warning(const std::string& trace, const
 // garbage_collection_threshold without a cap, per_process_memory_fraction next to a capacity
 // (which wins).
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options);
-// ... and after it: a trace device with no alloc or free events.
-std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m);
+// ... and after it: a trace device with no alloc or free events; the events --lenient skipped
+// (skipped_warning, replayer/metrics.h).
+std::vector<std::string> replay_warnings_after(const ReplayOptions& options, const ReplayMetrics& m);
 
 // A trace without its footer (cut off mid-write) is refused unless `allowed`: an InputError naming
 // the trace, why it is incomplete and `consequence` (what is not done, and how to do it anyway).

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

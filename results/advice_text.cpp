@@ -3,9 +3,9 @@
 
 #include "proto/schema_versions.h"
 
+#include "base/units.h"
 #include "results/advice.h"
 #include "results/text_table.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <system_error>
 
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "proto/wire_format.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

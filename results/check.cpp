@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "results/units.h"
+#include "base/units.h"
 
 namespace memreplay::results {
 namespace {

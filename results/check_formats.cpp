@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/schema_versions.h"
 #include "proto/wire_format.h"
 #include "results/check_run.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

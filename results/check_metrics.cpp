@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "proto/wire_format.h"
 #include "results/bounded_json.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 

@@ -10,13 +10,13 @@
 #include <set>
 
 #include "base/output_file.h"
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "results/baseline_lock.h"
 #include "results/bounded_json.h"
 #include "results/fit_scan.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {
@@ -115,7 +115,8 @@ std::optional<OomPoint> oom_point(const ReplayMetrics& m) {
 
 std::vector<CheckCase> evaluate_all(const CheckRequest& r, const std::vector<NamedTrace>& traces,
                                     const std::vector<std::string>& policies, const Baseline& baseline,
-                                    bool baseline_in_use, const std::map<std::string, double>& tolerances) {
+                                    bool baseline_in_use, const std::map<std::string, double>& tolerances,
+                                    std::vector<std::string>& warnings) {
   std::vector<ReplayOptions> bases;
   for (const auto& t : traces) {
     ReplayOptions base;
@@ -132,7 +133,9 @@ std::vector<CheckCase> evaluate_all(const CheckRequest& r, const std::vector<Nam
   Allowances allow = r.allow;
   allow.allow_new = allow.allow_new || r.update_baseline;  // an update adds them
   std::vector<CheckCase> cases;
-  for (size_t t = 0; t < traces.size(); ++t)
+  for (size_t t = 0; t < traces.size(); ++t) {
+    if (!replays[t].metrics.empty())
+      if (auto skipped = skipped_warning(traces[t].path, replays[t].metrics.front())) warnings.push_back(*skipped);
     for (size_t p = 0; p < policies.size(); ++p) {
       const ReplayMetrics& m = replays[t].metrics[p];
       const BaselineEntry* entry = baseline_in_use ? baseline.find(traces[t].name, policies[p]) : nullptr;
@@ -146,6 +149,7 @@ std::vector<CheckCase> evaluate_all(const CheckRequest& r, const std::vector<Nam
       const CaseInput input{traces[t].name, policies[p], metric_values(m, min_fit), oom_point(m)};
       cases.push_back(evaluate_case(input, entry, baseline_in_use, tolerances, limits, allow));
     }
+  }
   return cases;
 }
 
@@ -231,7 +235,7 @@ CheckResult run(const CheckRequest& r) {
   CheckResult result;
   result.capacity = r.capacity;
   result.tolerances = effective_tolerances(baseline, r);
-  result.cases = evaluate_all(r, traces, policies, baseline, !r.baseline.empty(), result.tolerances);
+  result.cases = evaluate_all(r, traces, policies, baseline, !r.baseline.empty(), result.tolerances, result.warnings);
   std::string new_baseline;
   if (r.update_baseline) {
     result.update = plan_update(result.cases, baseline, result.tolerances, r.allow.accept);

@@ -73,6 +73,7 @@ struct CheckResult {
   std::optional<uint64_t> capacity;
   double seconds = 0;
   std::optional<BaselineUpdate> update;  // with --update-baseline
+  std::vector<std::string> warnings;  // one line each (events --lenient skipped, per trace)
 
   size_t failed_cases() const;
   // No case failed and no update was refused: exit status 0.

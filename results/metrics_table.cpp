@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "results/text_table.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {
@@ -29,6 +29,12 @@ std::vector<uint64_t> values(const std::vector<ReplayMetrics>& rows, uint64_t Re
   return out;
 }
 
+bool any_skipped(const std::vector<ReplayMetrics>& rows) {
+  for (const auto& m : rows)
+    if (m.skipped_events > 0) return true;
+  return false;
+}
+
 std::string footnotes(const std::vector<ReplayMetrics>& rows, const MetricsTableOptions& options) {
   std::string out =
       "(1) 1 - allocated/reserved at the peak: of the moments reserved memory stands at its peak, the first with the "
@@ -39,6 +45,8 @@ std::string footnotes(const std::vector<ReplayMetrics>& rows, const MetricsTable
       ".\n"
       "(4) " +
       kCompleteDefinition + ".\n";
+  if (any_skipped(rows))
+    out += "(5) events --lenient skipped as inconsistent with the live state: the numbers leave them out.\n";
   bool several_ooms = false;
   for (const auto& m : rows) several_ooms = several_ooms || m.ooms > 1;
   if (several_ooms) out += "OOM at event (n): the first failing allocation, and n allocations failed in all.\n";
@@ -75,6 +83,8 @@ std::string metrics_table_text(const std::vector<ReplayMetrics>& rows, const Met
   if (options.wide)
     columns.insert(columns.end(), {{"mallocs"}, {"frees"}, {"maps"}, {"unmaps"}, {"pool\ngrows"}, {"pool\ntrims"}});
   columns.insert(columns.end(), {{"alloc\nretries"}, {"OOM at\nevent"}, {"complete\n(4)"}});
+  const bool skipped = any_skipped(rows);  // a column of its own, only where --lenient skipped events
+  if (skipped) columns.push_back({"skipped\nevents (5)"});
 
   std::vector<std::vector<std::string>> cells;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -98,6 +108,7 @@ std::string metrics_table_text(const std::vector<ReplayMetrics>& rows, const Met
         row.push_back(format_count(n));
     }
     row.insert(row.end(), {format_count(m.alloc_retries), oom_cell(m), m.complete() ? "yes" : "NO"});
+    if (skipped) row.push_back(format_count(m.skipped_events));
     cells.push_back(std::move(row));
   }
   return render_table(columns, cells) + wrap_text(footnotes(rows, options));

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

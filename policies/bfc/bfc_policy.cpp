@@ -24,6 +24,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "base/units.h"
 #include "policies/detail/coalescing_regions.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -32,7 +33,6 @@ namespace memreplay {
 namespace {
 
 constexpr uint64_t kMinAllocation = 256;
-constexpr uint64_t kMiB = 1ull << 20;
 
 struct BfcConfig {
   bool allow_growth = false;

@@ -39,7 +39,7 @@ void add_once(std::vector<std::string>& warnings, std::string warning) {
 std::vector<std::string> warnings_of(const ReplayOptions& options, const ReplayMetrics& m, bool after) {
   std::vector<std::string> warnings = replay_warnings_before(options);
   if (after)
-    if (const auto warning = replay_warning_after(options, m)) warnings.push_back(*warning);
+    for (auto& warning : replay_warnings_after(options, m)) warnings.push_back(std::move(warning));
   if (const auto warning = incomplete_warning(options.trace_path, m)) warnings.push_back(*warning);
   return warnings;
 }
@@ -75,7 +75,7 @@ py::dict compare(const ReplayOptions& base, const std::vector<std::string>& poli
       for (auto& w : replay_warnings_before(one)) add_once(warnings, std::move(w));
       rows.push_back(run_replay(one));
       if (rows.size() == 1)
-        if (auto w = replay_warning_after(one, rows.back())) warnings.push_back(std::move(*w));
+        for (auto& w : replay_warnings_after(one, rows.back())) warnings.push_back(std::move(w));
     }
     if (auto w = incomplete_warning(base.trace_path, rows.front())) warnings.push_back(std::move(*w));
     const results::Recommendation recommendation =
@@ -101,6 +101,7 @@ py::dict fit(const ReplayOptions& options, uint64_t resolution_bytes, int grid) 
     } else {
       const results::FitScan scan = results::scan_min_capacity(options, {resolution_bytes, grid});
       incomplete = incomplete_warning(options.trace_path, scan.uncapped);
+      if (!incomplete) incomplete = skipped_warning(options.trace_path, scan.uncapped);  // one of them, as the CLI
       document = results::fit_json({results::fit_scan_json(options, scan)});
     }
     if (incomplete) warnings.push_back(*incomplete);

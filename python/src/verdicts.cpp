@@ -34,7 +34,7 @@ py::dict advise(const ReplayOptions& options, bool with_fit, double max_call_rat
     py::gil_scoped_release release;
     warnings = replay_warnings_before(options);
     const results::Advice advice = results::advise(options, options.policy_spec, with_fit, max_call_ratio);
-    if (auto warning = replay_warning_after(options, advice.current.metrics)) warnings.push_back(std::move(*warning));
+    for (auto& warning : replay_warnings_after(options, advice.current.metrics)) warnings.push_back(std::move(warning));
     const auto frames = results::stack_lines(options.trace_path, advice.peak.top_stacks);
     document = results::advice_json(advice, frames);
     text = results::advice_text(advice, results::terminal_safe_frames(frames));
@@ -61,6 +61,7 @@ py::dict check(const results::CheckRequest& request) {
         if (auto warning = torch_version_warning(trace.path, policy))
           if (std::find(warnings.begin(), warnings.end(), *warning) == warnings.end()) warnings.push_back(*warning);
     const results::CheckResult result = results::run_check(request);
+    for (const auto& warning : result.warnings) warnings.push_back(terminal_safe(warning));
     document = results::to_json(result);
     junit = results::junit_xml(result);
     markdown = results::markdown_summary(result);

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "results/text_table.h"
-#include "results/units.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -64,7 +64,7 @@ TEST_F(ReadableOutput, FitAtACapacityEchoesItAndTheHeadroom) {
       run("fit " + testing::imported_trace("gpt2_train.default") + " --policy pytorch --capacity 40GB --json -").out);
   const uint64_t headroom = 40'000'000'000ull - j["metrics"]["reserved_peak"].get<uint64_t>();
   EXPECT_EQ(j["headroom_bytes"], headroom);
-  EXPECT_NE(r.out.find("headroom " + results::format_bytes(headroom)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("headroom " + format_bytes(headroom)), std::string::npos) << r.out;
 }
 
 TEST_F(ReadableOutput, TheSimulatedDevicesMemoryIsNamedWhereAPolicyTakesItUpFront) {

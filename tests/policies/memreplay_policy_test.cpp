@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/memreplay/vmm_arena.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
@@ -37,8 +38,6 @@ const std::map<std::string, double> kKnownCallsGaps = {
     {"gpt2_generate.default", 1.30}, {"gpt2_train.capped", 1.01},          {"gpt2_train.default", 1.01},
     {"gpt2_train.stacks", 1.01},     {"vit_infer_varbatch.default", 4.48},
 };
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 // Takes `bytes` where place() puts it (the calls-first rule) and returns its address.
 uint64_t take_placed(detail::VmmArena& arena, uint64_t bytes, suballoc::Range** handle = nullptr) {

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "results/advice.h"
-#include "results/units.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -77,11 +77,11 @@ TEST(AdviceAndFit, NameTheSameSmallestCapacity) {
 }
 
 TEST(AdviceAndFit, TheFittingAndTheFailingCapacityNeverReadTheSame) {
-  const auto [a, b] = results::format_bytes_apart(8'074'035'200, 8'074'035'200 - (1u << 20));
+  const auto [a, b] = format_bytes_apart(8'074'035'200, 8'074'035'200 - (1u << 20));
   EXPECT_NE(a, b);
-  const auto [c, d] = results::format_bytes_apart(8'074'035'200, 8'074'035'199);
+  const auto [c, d] = format_bytes_apart(8'074'035'200, 8'074'035'199);
   EXPECT_NE(c, d);
-  const auto [e, f] = results::format_bytes_apart(1'073'987'020, 1'082'443'175);
+  const auto [e, f] = format_bytes_apart(1'073'987'020, 1'082'443'175);
   EXPECT_EQ(e, "1.00 GiB");
   EXPECT_EQ(f, "1.01 GiB");
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/bound/offline_bound.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"

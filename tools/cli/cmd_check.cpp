@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "results/check_run.h"
 #include "tools/cli/command.h"
@@ -119,6 +120,7 @@ results::CheckRequest request_for_reports(const CheckOptions& o) {
 }
 
 void print_result(const results::CheckResult& result, bool json_to_stdout) {
+  for (const auto& w : result.warnings) warn(terminal_safe(w));
   for (const auto& c : result.cases) {
     if (c.is_new && !c.new_allowed)
       std::fprintf(stderr, "NEW %s %s: no baseline entry (--allow-new to pass it, --update-baseline to add it)\n",

@@ -7,11 +7,11 @@
 #include <string>
 
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "results/fit_result.h"
 #include "results/fit_scan.h"
 #include "results/text_table.h"
-#include "results/units.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"
@@ -79,7 +79,7 @@ nlohmann::json fit_at_capacity(const FitOptions& options, const ReplayOptions& r
 }
 
 void print_search(const std::string& policy, const results::FitScan& scan) {
-  const auto [fits, fails] = results::format_bytes_apart(scan.smallest_fit_bytes, scan.fails_below_smallest_bytes);
+  const auto [fits, fails] = format_bytes_apart(scan.smallest_fit_bytes, scan.fails_below_smallest_bytes);
   const std::string how = "resolution " + format_bytes(scan.resolution_bytes) + ", " + std::to_string(scan.replays) +
                           " replays; uncapped reserved peak " + format_bytes(scan.uncapped.reserved_peak);
   const std::string exact = " (" + std::to_string(scan.smallest_fit_bytes) + " bytes)";
@@ -87,7 +87,7 @@ void print_search(const std::string& policy, const results::FitScan& scan) {
   if (scan.monotonic) {
     line = policy + " fits in " + fits + exact + "; fails at " + fails + " (" + how + ")";
   } else {
-    const auto [above, below] = results::format_bytes_apart(scan.fits_above_bytes, scan.fails_below_above_bytes);
+    const auto [above, below] = format_bytes_apart(scan.fits_above_bytes, scan.fails_below_above_bytes);
     line = policy + ": fitting is NOT monotonic here. Smallest capacity found to fit: " + fits + exact + ", fails at " +
            fails + "; but " + below + " fails, and every tested capacity from " + above + " (" +
            std::to_string(scan.fits_above_bytes) + " bytes) up fits (" + how + ")";
@@ -99,6 +99,7 @@ nlohmann::json search(const ReplayOptions& replay, const results::FitSearch& how
                       std::optional<std::string>& warning) {
   const results::FitScan scan = results::scan_min_capacity(replay, how);
   if (!warning) warning = incomplete_warning(replay.trace_path, scan.uncapped);
+  if (!warning) warning = skipped_warning(replay.trace_path, scan.uncapped);
   const nlohmann::json result = results::fit_scan_json(replay, scan);
   if (print) print_search(replay.policy_spec, scan);
   return result;

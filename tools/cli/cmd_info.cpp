@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "replayer/trace_summary.h"
 #include "tools/cli/command.h"

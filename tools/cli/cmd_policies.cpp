@@ -3,6 +3,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "replayer/device_registry.h"
 #include "replayer/sim/sim_device.h"

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "results/metrics_table.h"
 #include "tools/cli/command.h"

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
@@ -53,7 +54,7 @@ void warn_before_replay(const ReplayOptions& options) {
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (const auto warning = replay_warning_after(options, m)) warn(*warning);
+  for (const auto& warning : replay_warnings_after(options, m)) warn(warning);
 }
 
 void print_latency_table(const ReplayMetrics& m) {

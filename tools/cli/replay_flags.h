@@ -21,7 +21,7 @@ void add_replay_flags(CLI::App& command, ReplayOptions& options);
 void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
                            const std::string& policy_help, std::string& json, const std::string& json_what);
 
-// replay_warnings_before / replay_warning_after (replayer/replay_runner.h), printed (warn()); those
+// replay_warnings_before / replay_warnings_after (replayer/replay_runner.h), printed (warn()); those
 // before, each once per command however many replays it runs (the torch release's warning of
 // every trace command: replay, compare, fit, advise, report).
 void warn_before_replay(const ReplayOptions& options);

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/output_file.h"
+#include "base/units.h"
 #include "proto/input_error.h"
 #include "results/byte_count.h"
-#include "results/units.h"
 
 namespace memreplay::cli {
 
@@ -19,9 +19,6 @@ uint64_t parse_bytes(std::string_view text, std::string_view option) {
   if (!warning.empty()) warn(warning);
   return bytes;
 }
-
-std::string format_bytes(uint64_t bytes) { return results::format_bytes(bytes); }
-std::string format_percent(double fraction) { return results::format_percent(fraction); }
 
 void write_json(const nlohmann::json& value, const std::string& path) {
   if (path == "-") {
