@@ -70,8 +70,12 @@ ByteSizeInput parse_byte_input(std::string_view text) {
     return input;
   }
   const auto bytes = parse_byte_size(text);
-  if (!bytes || *bytes == 0) {
+  if (!bytes) {
     input.error = std::string("expected bytes with a unit").append(kExamples);
+    return input;
+  }
+  if (*bytes == 0) {  // a size, but no capacity or limit can be empty (or under a byte)
+    input.error = std::string("a size of 0 bytes is refused").append(kExamples);
     return input;
   }
   input.bytes = bytes;

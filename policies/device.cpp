@@ -111,6 +111,7 @@ std::optional<uint64_t> Device::pool_malloc_async(uint64_t bytes, StreamId strea
   const std::optional<uint64_t> address = timed([&] { return do_pool_malloc_async(bytes, stream, growth_room); });
   if (!address) {
     ++counters_.failed_calls;
+    after_pool_call();  // a real pool may keep some of a growth it gave back
     return std::nullopt;
   }
   ++counters_.pool_malloc_calls;
@@ -123,8 +124,12 @@ std::optional<uint64_t> Device::pool_malloc_async(uint64_t bytes, StreamId strea
 }
 
 bool Device::pool_free_async(uint64_t address) {
+  const uint64_t call_ns = counters_.device_call_ns;
   const std::optional<uint64_t> bytes = timed([&] { return do_pool_free_async(address); });
-  if (!bytes) return false;
+  if (!bytes) {
+    counters_.device_call_ns = call_ns;  // refused before the driver: the call changes nothing
+    return false;
+  }
   ++counters_.pool_free_calls;
   counters_.pool_used_bytes -= *bytes;
   return true;

@@ -256,9 +256,12 @@ inline std::optional<uint64_t> Device::malloc(uint64_t bytes) {
 }
 
 inline bool Device::free(uint64_t address) {
+  const uint64_t call_ns = counters_.device_call_ns;
   const std::optional<uint64_t> bytes = timed([&] { return do_free(address); });
-  if (!bytes) [[unlikely]]
+  if (!bytes) [[unlikely]] {
+    counters_.device_call_ns = call_ns;  // refused before the driver: the call changes nothing
     return false;
+  }
   ++counters_.free_calls;
   remove_reserved(*bytes);
   return true;

@@ -54,7 +54,9 @@ std::optional<std::string> torch_version_mismatch(std::string_view trace_version
 
 std::optional<std::string> torch_version_mismatch(std::string_view trace_version, std::string_view policy_spec,
                                                   const std::vector<PolicyInfo>& policies) {
-  const auto [name, options] = detail::split_spec(policy_spec);
+  // Named, not a structured binding: a lambda may not capture one (clang, C++20).
+  const auto [spec_name, options] = detail::split_spec(policy_spec);
+  const std::string_view name = spec_name;
   const auto named =
       std::find_if(policies.begin(), policies.end(), [&](const PolicyInfo& p) { return p.name == name; });
   if (named == policies.end()) return std::nullopt;

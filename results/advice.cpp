@@ -92,9 +92,15 @@ AdviceItem oom_item(const Advice& a, const std::vector<const CandidateResult*>& 
     evidence += "; it needs " + fits + " (fails at " + fails + ")";
   }
   evidence += ".";
-  if (fitting.empty())
-    return {"Out of memory at " + cap + ", and no setting tried fits there", "", "",
-            evidence + " Every setting tried runs out of memory or makes too many device calls at " + cap + "."};
+  if (fitting.empty()) {
+    evidence += " Every setting tried runs out of memory or makes too many device calls at " + cap + ".";
+    const CandidateResult* least = nullptr;  // the one that needs the least memory, if searched
+    for (const auto& c : a.candidates)
+      if (c.fit && (!least || c.fit->smallest_fit_bytes < least->fit->smallest_fit_bytes)) least = &c;
+    if (least && (!a.current.fit || least->fit->smallest_fit_bytes < a.current.fit->smallest_fit_bytes))
+      evidence += " Of those, " + least->paste + " needs the least" + fit_text(*least) + ".";
+    return {"Out of memory at " + cap + ", and no setting tried fits there", "", "", evidence};
+  }
   const CandidateResult& best = *fitting.front();
   evidence += " With " + best.paste + " it fits in " + cap + ": reserved peak " +
               format_bytes(best.metrics.reserved_peak) + ", device calls " + calls(best.metrics) + fit_text(best) + ".";
@@ -136,10 +142,13 @@ AdviceItem empty_cache_item(const Advice& a, const TraceReplays& replays, const 
 std::optional<AdviceItem> setting_item(const CandidateResult& c, const ReplayMetrics& now, bool current_fits,
                                        const std::string& cap) {
   const ReplayMetrics& m = c.metrics;
+  // The current setting's own numbers stop at its OOM: nothing to compare with then.
+  if (!current_fits)
+    return AdviceItem{"Also fits in " + cap + ": " + c.paste, c.paste, c.policy,
+                      "reserved peak " + format_bytes(m.reserved_peak) + "; device calls " + calls(m) + fit_text(c)};
   const std::string numbers = "reserved peak " + format_bytes(now.reserved_peak) + " -> " +
                               format_bytes(m.reserved_peak) + percent_change(now.reserved_peak, m.reserved_peak) +
                               "; device calls " + calls(now) + " -> " + calls(m) + fit_text(c);
-  if (!current_fits) return AdviceItem{"Also fits in " + cap + ": " + c.paste, c.paste, c.policy, numbers};
   if (m.reserved_peak < now.reserved_peak)
     return AdviceItem{"Lower the reserved peak: " + c.paste, c.paste, c.policy, numbers};
   const bool same_size = m.reserved_peak <= now.reserved_peak + now.reserved_peak / 100;
@@ -222,10 +231,18 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
   if (rule.best) advice.recommended = lanes[*rule.best].policy;
 
   // The capacity search costs ~25 replays: the current setting and the three best candidates only.
+  // Settings that ran out of memory at this capacity rank by how much they need (their smallest
+  // fit), not by a reserved peak cut short at the OOM: each of them is searched.
   if (with_fit) {
     advice.current.fit = search_fit(base, current_policy, advice.fit_search);
-    for (size_t i = 0; i < advice.candidates.size() && i < 3; ++i)
-      advice.candidates[i].fit = search_fit(base, advice.candidates[i].policy, advice.fit_search);
+    for (size_t i = 0; i < advice.candidates.size(); ++i)
+      if (i < 3 || advice.candidates[i].standing == Standing::ran_out_of_memory)
+        advice.candidates[i].fit = search_fit(base, advice.candidates[i].policy, advice.fit_search);
+    const auto first_oom = std::find_if(advice.candidates.begin(), advice.candidates.end(),
+                                        [](const auto& c) { return c.standing == Standing::ran_out_of_memory; });
+    const auto needs = [](const CandidateResult& c) { return c.fit ? c.fit->smallest_fit_bytes : UINT64_MAX; };
+    std::stable_sort(first_oom, advice.candidates.end(),
+                     [&](const CandidateResult& a, const CandidateResult& b) { return needs(a) < needs(b); });
   }
 
   const ReplayMetrics& now = advice.current.metrics;

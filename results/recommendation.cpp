@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "replayer/replay_runner.h"
+#include "results/text_table.h"
 
 namespace memreplay::results {
 
@@ -50,7 +51,7 @@ std::string star_rule_text(const CallRule& rule) {
   std::snprintf(ratio, sizeof ratio, "%g", rule.max_call_ratio);
   return std::string("*: the lowest reserved peak without OOM among the policies making at most ") + ratio +
          "x the device calls of " + rule.current_policy + " (" + (rule.reference_partial ? "at least " : "") +
-         std::to_string(rule.reference_calls) + " calls: at most " + std::to_string(rule.call_limit()) + ")";
+         format_count(rule.reference_calls) + " calls: at most " + format_count(rule.call_limit()) + ")";
 }
 
 const char* standing_name(Standing standing) {
@@ -66,7 +67,7 @@ std::string standing_text(Standing standing, const CallRule& rule) {
   switch (standing) {
     case Standing::qualifies: return "";
     case Standing::ran_out_of_memory: return "ran out of memory";
-    case Standing::too_many_calls: return "over " + std::to_string(rule.call_limit()) + " device calls";
+    case Standing::too_many_calls: return "over " + format_count(rule.call_limit()) + " device calls";
   }
   return "";
 }

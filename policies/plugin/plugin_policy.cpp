@@ -96,18 +96,26 @@ class DeviceBridge {
     return true;
   }
 
-  static int malloc_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
+  // malloc_cb and reserve_cb: `take` asks the device for `bytes`; what it gets is held in `held`
+  // and handed out at `address` (0). A fault for 0 bytes; 1 when the device has none to give.
+  template <class Take>
+  static int take_cb(void* context, uint64_t bytes, uint64_t* address, const char* zero_bytes_fault,
+                     Ranges DeviceBridge::*held, Take take) noexcept {
     DeviceBridge& bridge = self(context);
     int result = 1;
     bridge.guarded([&] {
-      if (bytes == 0) return bridge.fail("asked the device for 0 bytes");
-      if (const std::optional<uint64_t> got = bridge.device_.malloc(bytes)) {
-        bridge.mallocs_.emplace(*got, bytes);
+      if (bytes == 0) return bridge.fail(zero_bytes_fault);
+      if (const std::optional<uint64_t> got = take(bridge.device_, bytes)) {
+        (bridge.*held).emplace(*got, bytes);
         *address = *got;
         result = 0;
       }
     });
     return result;
+  }
+  static int malloc_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
+    return take_cb(context, bytes, address, "asked the device for 0 bytes", &DeviceBridge::mallocs_,
+                   [](Device& device, uint64_t n) { return device.malloc(n); });
   }
   static void free_cb(void* context, uint64_t address) noexcept {
     DeviceBridge& bridge = self(context);
@@ -121,17 +129,8 @@ class DeviceBridge {
     });
   }
   static int reserve_cb(void* context, uint64_t bytes, uint64_t* address) noexcept {
-    DeviceBridge& bridge = self(context);
-    int result = 1;
-    bridge.guarded([&] {
-      if (bytes == 0) return bridge.fail("reserved 0 bytes of address space");
-      if (const std::optional<uint64_t> got = bridge.device_.reserve_address(bytes)) {
-        bridge.reservations_.emplace(*got, bytes);
-        *address = *got;
-        result = 0;
-      }
-    });
-    return result;
+    return take_cb(context, bytes, address, "reserved 0 bytes of address space", &DeviceBridge::reservations_,
+                   [](Device& device, uint64_t n) { return device.reserve_address(n); });
   }
   static void release_cb(void* context, uint64_t address, uint64_t bytes) noexcept {
     DeviceBridge& bridge = self(context);

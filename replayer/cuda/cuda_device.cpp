@@ -202,12 +202,21 @@ bool CudaDevice::do_configure_pool(const PoolConfig& config) {
   return true;
 }
 
-std::optional<uint64_t> CudaDevice::do_pool_malloc_async(uint64_t bytes, StreamId stream, uint64_t) {
-  // The growth room is the pool's maxSize (set at configure_pool) and the base's check before this.
+std::optional<uint64_t> CudaDevice::do_pool_malloc_async(uint64_t bytes, StreamId stream, uint64_t growth_room) {
   if (pool_ == nullptr) throw std::logic_error("CudaDevice::pool_malloc_async before configure_pool");
   const cudaStream_t real_stream = stream_for(stream);
+  const uint64_t reserved_before = do_pool_reserved_bytes();
   void* pointer = nullptr;
   if (!CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream))) return std::nullopt;
+  // The driver grows the pool in steps of its own, which can exceed the room the capacity leaves
+  // (memory outside the pool counts too): such an allocation is given back, as out of memory.
+  if (const uint64_t after = do_pool_reserved_bytes();
+      after > reserved_before && after - reserved_before > growth_room) {
+    CUDA_TRY(cudaFreeAsync(pointer, real_stream));
+    do_synchronize();
+    CUDA_TRY(cudaMemPoolTrimTo(pool_, reserved_before));
+    return std::nullopt;
+  }
   const uint64_t address = as_address(pointer);
   pool_live_.emplace(address, PoolAllocation{bytes, stream});
   return address;

@@ -48,7 +48,14 @@ TEST(Units, ATypedSizeNeedsAUnitForAFractionAndIsNeverZero) {
       fraction.error,
       std::string("a fraction needs a unit (7.5 bytes is not a size), e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units ") +
           kByteUnits + ")");
-  for (const char* bad : {"", "0", "0GiB", "lots", "GiB", "-1GiB"}) {
+  for (const char* zero : {"0", "0GiB", "0.1B"}) {
+    const ByteSizeInput refused = parse_byte_input(zero);
+    EXPECT_FALSE(refused.bytes) << zero;
+    EXPECT_EQ(refused.error, std::string("a size of 0 bytes is refused, e.g. 40GiB, 7.5GiB, 512MiB or 80GB (units ") +
+                                 kByteUnits + ")")
+        << zero;
+  }
+  for (const char* bad : {"", "lots", "GiB", "-1GiB"}) {
     const ByteSizeInput refused = parse_byte_input(bad);
     EXPECT_FALSE(refused.bytes) << bad;
     EXPECT_EQ(refused.error,

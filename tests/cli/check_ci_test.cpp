@@ -2,6 +2,7 @@
 // entry (--name, NAME=PATH), cases new to the baseline, an empty recording, a baseline update
 // that changes too much, --policy all with a plugin, and the reports written on every exit. Each
 // verdict is held against a replay of what it claims.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "proto/trace_writer.h"
 #include "replayer/replay_runner.h"
 #include "results/check_metrics.h"
+#include "tests/support/check_fixture.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -21,17 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::slurp;
 
-class CheckCi : public testing::TempDirTest {
+class CheckCi : public testing::CheckBaselineTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    trace_ = path("gpt2_train.mrt");
-    fs::copy_file(testing::imported_trace("gpt2_train.default"), trace_);
-    baseline_ = path("baseline.json");
-  }
-  testing::CliRun run(const std::string& arguments) { return testing::run_memreplay(arguments, dir_); }
-  nlohmann::json baseline() { return nlohmann::json::parse(slurp(baseline_)); }
-  void write_baseline(const nlohmann::json& j) { std::ofstream(baseline_) << j.dump(2); }
   // The baseline of gpt2_train under pytorch, as an update writes it.
   void make_baseline(const std::string& name = "gpt2_train") {
     const auto r =
@@ -44,7 +37,6 @@ class CheckCi : public testing::TempDirTest {
     o.policy_spec = policy;
     return run_replay(o);
   }
-  std::string trace_, baseline_;
 };
 
 // A trace written by a recorder that saw no allocation: what `record -- /bin/ls` leaves.
@@ -193,10 +185,9 @@ TEST_F(CheckCi, AnUpdateBeyondTheTolerancesIsRefusedUnlessAccepted) {
   auto r = run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --update-baseline --junit " +
                path("j.xml") + " --markdown " + path("m.md"));
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.out.find("CHANGED gpt2_train pytorch: reserved_peak 6.84 GiB -> 7.53 GiB (+10.0%), beyond its 1% "
-                       "tolerance"),
-            std::string::npos)
-      << r.out;
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr(
+                  "CHANGED gpt2_train pytorch: reserved_peak 6.84 GiB -> 7.53 GiB (+10.0%), beyond its 1% tolerance"));
   EXPECT_NE(r.out.find("baseline NOT updated"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("baseline updated"), std::string::npos) << r.out;
   EXPECT_EQ(baseline(), lower);  // untouched
@@ -229,23 +220,9 @@ TEST_F(CheckCi, AnUpdateBeyondTheTolerancesIsRefusedUnlessAccepted) {
 }
 
 // The bundled run with every allocation 25% larger: the model grew, the allocator did not get worse.
-std::string grown_trace(const std::string& original, const std::string& out) {
-  TraceReader reader(original);
-  TraceWriter writer(out);
-  writer.begin(reader.header());
-  std::vector<Event> batch;
-  while (reader.next_batch(batch))
-    for (Event e : batch) {
-      if (e.kind == EventKind::alloc) e.size += e.size / 4;
-      writer.append(e);
-    }
-  writer.finish();
-  return out;
-}
-
 TEST_F(CheckCi, TheMarkdownTellsAGrownModelFromGrownFragmentation) {
   make_baseline();
-  const std::string grown = grown_trace(trace_, path("grown.mrt"));
+  const std::string grown = testing::grown_trace(trace_, path("grown.mrt"));
   const auto r =
       run("check gpt2_train=" + grown + " --policy pytorch --baseline " + baseline_ + " --markdown " + path("m.md"));
   EXPECT_EQ(r.status, 1) << r.err;

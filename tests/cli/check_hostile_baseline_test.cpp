@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "tests/support/bounded_run.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -18,18 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::slurp;
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 class CheckHostileBaseline : public testing::TempDirTest {
  protected:
@@ -44,10 +33,7 @@ class CheckHostileBaseline : public testing::TempDirTest {
     good_ = nlohmann::json::parse(slurp(baseline_));
   }
   // The CLI under 1 GiB of address space and 10 s (timeout exits 124).
-  testing::CliRun run(const std::string& arguments) {
-    const std::string limit = kSanitized ? "" : "ulimit -v 1048576; ";
-    return testing::run_shell("sh -c '" + limit + "exec timeout 10 " + MEMREPLAY_CLI + " " + arguments + "'", dir_);
-  }
+  testing::CliRun run(const std::string& arguments) { return testing::run_memreplay_bounded(arguments, dir_); }
   void write(const std::string& text) {
     std::ofstream out(baseline_, std::ios::binary | std::ios::trunc);
     out << text;

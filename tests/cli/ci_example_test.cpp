@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "proto/trace_reader.h"
 #include "proto/trace_writer.h"
 #include "recorder/import/import.h"
+#include "tests/support/check_fixture.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -34,17 +34,7 @@ class CiExample : public testing::TempDirTest {
       TraceWriter writer(original);
       import_file((testing::source_dir() / "traces/multistream_pipeline.default.pickle.xz").string(), writer);
     }
-    TraceReader reader(original);
-    TraceWriter writer(grown);
-    writer.begin(reader.header());
-    std::vector<Event> batch;
-    while (reader.next_batch(batch))
-      for (Event e : batch) {
-        if (e.kind == EventKind::alloc) e.size += e.size / 4;
-        writer.append(e);
-      }
-    writer.finish();
-    return grown;
+    return testing::grown_trace(original, grown);
   }
 };
 

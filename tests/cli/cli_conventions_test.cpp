@@ -18,31 +18,30 @@ class CliConventions : public testing::TempDirTest {
  protected:
   testing::CliRun run(const std::string& arguments) { return testing::run_memreplay(arguments, dir_); }
   std::string trace() { return testing::imported_trace("multistream_pipeline.default"); }
+  // A replay of trace() with `options` exits with `status` and says `text` on stderr.
+  void expect_replay_says(const std::string& options, int status, const std::string& text) {
+    const auto r = run("replay " + trace() + " " + options);
+    EXPECT_EQ(r.status, status);
+    EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+  }
 };
 
 TEST_F(CliConventions, CapacityTakesUnitsAndRefusesEmptyAndUnitlessFractions) {
   auto r = run("replay " + trace() + " --policy pytorch --capacity 7.5GiB --json -");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["capacity"], 8053063680u);
-  r = run("replay " + trace() + " --policy pytorch --capacity 7.5");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--capacity '7.5': a fraction needs a unit"), std::string::npos) << r.err;
-  r = run("replay " + trace() + " --policy pytorch --capacity ''");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--capacity ''"), std::string::npos) << r.err;
-  r = run("replay " + trace() + " --policy pytorch --capacity 8589934592 --json -");
-  EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.err.find("has no unit: read as 8589934592 bytes (8.00 GiB)"), std::string::npos) << r.err;
+  expect_replay_says("--policy pytorch --capacity 7.5", 2, "--capacity '7.5': a fraction needs a unit");
+  expect_replay_says("--policy pytorch --capacity ''", 2, "--capacity ''");
+  expect_replay_says("--policy pytorch --capacity 8589934592 --json -", 0,
+                     "has no unit: read as 8589934592 bytes (8.00 GiB)");
 }
 
 TEST_F(CliConventions, SilentNoOpsWarn) {
-  auto r = run("replay " + trace() + " --policy pytorch:garbage_collection_threshold:0.8 --json -");
-  EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.err.find("garbage_collection_threshold acts only under a per-process limit"), std::string::npos) << r.err;
-  r = run("replay " + trace() + " --policy pytorch --trace-device 3 --json -");
-  EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.err.find("no alloc or free events on trace device 3"), std::string::npos) << r.err;
-  r = run("replay " + trace() + " --policy pytorch:per_process_memory_fraction:0.5 --capacity 1GiB --json -");
+  expect_replay_says("--policy pytorch:garbage_collection_threshold:0.8 --json -", 0,
+                     "garbage_collection_threshold acts only under a per-process limit");
+  expect_replay_says("--policy pytorch --trace-device 3 --json -", 0, "no alloc or free events on trace device 3");
+  const auto r =
+      run("replay " + trace() + " --policy pytorch:per_process_memory_fraction:0.5 --capacity 1GiB --json -");
   EXPECT_NE(r.err.find("per_process_memory_fraction is ignored"), std::string::npos) << r.err;
 }
 

@@ -223,16 +223,20 @@ std::optional<size_t> run_start(const Held::Reservation& r, bool mapped, size_t 
 // synchronize, with `held` and `expected` following what it did.
 void random_call(Device& device, Held& held, Expected& expected, bool has_pool, std::mt19937_64& rng) {
   const auto pick = [&](auto& map) { return std::next(map.begin(), static_cast<long>(rng() % map.size())); };
+  // A malloc's outcome: the block held in `blocks` and counted in `calls`, or a failed call counted.
+  const auto note_malloc = [&](std::optional<uint64_t> address, uint64_t bytes, auto& blocks, uint64_t& calls) {
+    if (address) {
+      blocks.emplace(*address, bytes);
+      ++calls;
+    } else {
+      ++expected.failed;
+    }
+  };
   const uint64_t choice = rng() % 10;
   switch (choice) {
     case 0: {
       const uint64_t bytes = 1 + rng() % (16 * kMiB);
-      if (const auto address = device.malloc(bytes)) {
-        held.mallocs.emplace(*address, bytes);
-        ++expected.mallocs;
-      } else {
-        ++expected.failed;
-      }
+      note_malloc(device.malloc(bytes), bytes, held.mallocs, expected.mallocs);
       break;
     }
     case 1:
@@ -290,12 +294,7 @@ void random_call(Device& device, Held& held, Expected& expected, bool has_pool, 
       if (!has_pool) break;
       {
         const uint64_t bytes = 1 + rng() % (8 * kMiB);
-        if (const auto address = device.pool_malloc_async(bytes, rng() % 2)) {
-          held.pool.emplace(*address, bytes);
-          ++expected.pool_mallocs;
-        } else {
-          ++expected.failed;
-        }
+        note_malloc(device.pool_malloc_async(bytes, rng() % 2), bytes, held.pool, expected.pool_mallocs);
       }
       break;
     case 7:

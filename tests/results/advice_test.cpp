@@ -29,6 +29,35 @@ bool fits_at(const std::string& trace, const std::string& policy, uint64_t capac
   return !run_replay(o).oom_at_event;
 }
 
+// At 7 GiB every setting tried runs out of memory on gpt2_train: they rank by what each needs
+// (its smallest fit, each searched and checked by replays at it and 1 MiB below), not by a
+// reserved peak cut short at the OOM, and the finding names the one that needs the least.
+TEST(AdviceUnderACap, SettingsThatAllRunOutRankByTheirSmallestFit) {
+  const std::string trace = testing::imported_trace("gpt2_train.stacks");
+  constexpr uint64_t kTight = 7 * kGiB;
+  ReplayOptions base;
+  base.trace_path = trace;
+  base.capacity = kTight;
+  const results::Advice a = results::advise(base, "pytorch", true);
+  ASSERT_TRUE(a.current.metrics.oom_at_event.has_value());
+  uint64_t previous = 0;
+  const results::CandidateResult* least = nullptr;
+  for (const auto& c : a.candidates) {
+    ASSERT_TRUE(c.metrics.oom_at_event.has_value()) << c.policy << " fits at 7 GiB";
+    ASSERT_TRUE(c.fit.has_value()) << c.policy << ": an OOM'd setting's need is searched";
+    EXPECT_GE(c.fit->smallest_fit_bytes, previous) << c.policy << " ranked after a setting that needs more";
+    previous = c.fit->smallest_fit_bytes;
+    EXPECT_TRUE(fits_at(trace, c.policy, c.fit->smallest_fit_bytes)) << c.policy;
+    if (c.fit->monotonic) EXPECT_FALSE(fits_at(trace, c.policy, c.fit->smallest_fit_bytes - kMiB)) << c.policy;
+    if (!least) least = &c;
+  }
+  ASSERT_NE(least, nullptr);
+  ASSERT_FALSE(a.items.empty());
+  EXPECT_EQ(a.items[0].title, "Out of memory at 7.00 GiB, and no setting tried fits there");
+  EXPECT_NE(a.items[0].evidence.find("Of those, " + least->paste + " needs the least; fits in "), std::string::npos)
+      << a.items[0].evidence;
+}
+
 TEST(AdviceUnderACap, TheCurrentSettingsOomComesFirstWithASettingThatFits) {
   const std::string trace = testing::imported_trace("gpt2_train.stacks");
   ReplayOptions base;

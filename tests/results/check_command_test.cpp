@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "replayer/replay_runner.h"
+#include "tests/support/check_fixture.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -15,22 +16,9 @@ namespace memreplay {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::run_memreplay;
 using testing::slurp;
 
-class CheckCommand : public testing::TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    trace_ = path("gpt2_train.mrt");
-    fs::copy_file(testing::imported_trace("gpt2_train.default"), trace_);
-    baseline_ = path("baseline.json");
-  }
-  testing::CliRun run(const std::string& arguments) { return run_memreplay(arguments, dir_); }
-  nlohmann::json baseline() { return nlohmann::json::parse(slurp(baseline_)); }
-  void write_baseline(const nlohmann::json& j) { std::ofstream(baseline_) << j.dump(2); }
-  std::string trace_, baseline_;
-};
+using CheckCommand = testing::CheckBaselineTest;
 
 TEST_F(CheckCommand, PassesAgainstTheBaselineItWroteAndFailsWhenTheTraceGetsWorse) {
   auto r = run("check " + trace_ + " --policy pytorch --policy pytorch:expandable_segments:True --baseline " +
