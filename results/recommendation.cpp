@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "replayer/replay_runner.h"
 #include "results/text_table.h"
 
@@ -52,6 +54,15 @@ std::string star_rule_text(const CallRule& rule) {
   return std::string("*: the lowest reserved peak without OOM among the policies making at most ") + ratio +
          "x the device calls of " + rule.current_policy + " (" + (rule.reference_partial ? "at least " : "") +
          format_count(rule.reference_calls) + " calls: at most " + format_count(rule.call_limit()) + ")";
+}
+
+nlohmann::json to_json(const CallRule& rule) {
+  return {{"current_policy", rule.current_policy},
+          {"reference_calls", rule.reference_calls},
+          {"reference_partial", rule.reference_partial},
+          {"max_call_ratio", rule.max_call_ratio},
+          {"call_limit", rule.call_limit()},
+          {"text", star_rule_text(rule)}};
 }
 
 std::string standing_text(Standing standing, const CallRule& rule) {

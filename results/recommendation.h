@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
@@ -49,6 +51,8 @@ Recommendation recommend(const std::vector<ReplayMetrics>& replays, const CallRu
 
 // The line to print under a table: what the star means, with the numbers of this rule.
 std::string star_rule_text(const CallRule& rule);
+// The rule as compare --json and advise --json give it: its reference, ratio, limit and text.
+nlohmann::json to_json(const CallRule& rule);
 // Why a replay is not starred ("" when it qualifies).
 std::string standing_text(Standing standing, const CallRule& rule);
 

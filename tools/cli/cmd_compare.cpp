@@ -109,13 +109,7 @@ void compare(const CompareOptions& options) {
         {"keep_going", r.continue_after_oom},
         {"time_operations", r.time_operations}}},
       {"recommended", recommendation.best ? nlohmann::json(specs[*recommendation.best]) : nlohmann::json(nullptr)},
-      {"call_rule",
-       {{"current_policy", rule.current_policy},
-        {"reference_calls", rule.reference_calls},
-        {"reference_partial", rule.reference_partial},
-        {"max_call_ratio", rule.max_call_ratio},
-        {"call_limit", rule.call_limit()},
-        {"text", results::star_rule_text(rule)}}},
+      {"call_rule", results::to_json(rule)},
       {"definitions",
        {{"reserved_over_requested", "reserved_peak / requested_peak"},
         {"fragmentation_at_peak",
@@ -140,10 +134,7 @@ void add_compare_command(CLI::App& app) {
                         "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy",
                         options.json, "all metrics");
   command.add_flag("--wide", options.wide, "every column: allocated and requested peaks, each kind of device call");
-  command
-      .add_option("--max-call-ratio", options.max_call_ratio,
-                  "the star's limit on device calls, as a multiple of the current setting's (default 4)")
-      ->check(CLI::PositiveNumber);
+  add_max_call_ratio_flag(command, options.max_call_ratio, "the current setting's");
 }
 
 }  // namespace memreplay::cli
