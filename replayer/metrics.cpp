@@ -31,12 +31,12 @@ nlohmann::json torch_version_json(const std::string& policy_spec) {
   return version.empty() ? nlohmann::json(nullptr) : nlohmann::json(version);
 }
 
-nlohmann::json device_calls_json(const DeviceCalls& c) {
+}  // namespace
+
+nlohmann::json to_json(const DeviceCalls& c) {
   return {{"mallocs", c.mallocs}, {"frees", c.frees},           {"maps", c.maps},
           {"unmaps", c.unmaps},   {"pool_grows", c.pool_grows}, {"pool_trims", c.pool_trims}};
 }
-
-}  // namespace
 
 DeviceCalls device_calls_of(const DeviceCounters& c) {
   return {.mallocs = c.malloc_calls,
@@ -67,7 +67,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"device_alloc_calls", m.device_alloc_calls},
       {"device_free_calls", m.device_free_calls},
       {"device_calls", m.device_calls.total()},
-      {"device_calls_by_kind", device_calls_json(m.device_calls)},
+      {"device_calls_by_kind", to_json(m.device_calls)},
       {"alloc_retries", m.alloc_retries},
       {"ooms", m.ooms},
       {"oom_at_event", optional_json(m.oom_at_event)},

@@ -54,6 +54,8 @@ struct DeviceCalls {
   friend bool operator==(const DeviceCalls&, const DeviceCalls&) = default;
 };
 DeviceCalls device_calls_of(const DeviceCounters& counters);
+// {"mallocs": ..., "pool_trims": ...}: the device_calls_by_kind of every JSON output.
+nlohmann::json to_json(const DeviceCalls& calls);
 // The footnote every table with a device-calls column prints.
 inline constexpr const char* kDeviceCallsDefinition =
     "device calls = mallocs + frees + maps + unmaps + pool grows + pool trims (cudaMalloc, cudaFree, cuMemMap, "

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "replayer/replay_runner.h"
 #include "results/text_table.h"
 
@@ -61,6 +63,15 @@ const char* standing_name(Standing standing) {
     case Standing::too_many_calls: return "too_many_calls";
   }
   return "";
+}
+
+nlohmann::json to_json(const CallRule& rule) {
+  return {{"current_policy", rule.current_policy},
+          {"reference_calls", rule.reference_calls},
+          {"reference_partial", rule.reference_partial},
+          {"max_call_ratio", rule.max_call_ratio},
+          {"call_limit", rule.call_limit()},
+          {"text", star_rule_text(rule)}};
 }
 
 std::string standing_text(Standing standing, const CallRule& rule) {

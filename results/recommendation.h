@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
@@ -51,6 +53,8 @@ Recommendation recommend(const std::vector<ReplayMetrics>& replays, const CallRu
 std::string star_rule_text(const CallRule& rule);
 // The standing as the JSON documents name it: qualifies, too_many_calls, ran_out_of_memory.
 const char* standing_name(Standing standing);
+// The rule as compare --json and advise --json give it: its reference, ratio, limit and text.
+nlohmann::json to_json(const CallRule& rule);
 // Why a replay is not starred ("" when it qualifies).
 std::string standing_text(Standing standing, const CallRule& rule);
 

@@ -50,11 +50,7 @@ void add_advise_command(CLI::App& app) {
   add_replay_flags(command, options.replay);
   command.add_option("--policy", options.replay.policy_spec, "the setting the job runs with now (default pytorch)");
   command.add_flag("--no-fit", options.no_fit, "skip the smallest-capacity search (faster)");
-  command
-      .add_option("--max-call-ratio", options.max_call_ratio,
-                  "advise no setting that makes more than this many times the device calls of the current one "
-                  "(default 4)")
-      ->check(CLI::PositiveNumber);
+  add_max_call_ratio_flag(command, options.max_call_ratio, "the current setting's");
   command.add_flag("--allow-incomplete", options.allow_incomplete, "advise on a trace that has no footer");
   add_json_option(command, options.json, "the advice");
 }

@@ -65,10 +65,7 @@ void add_compare_command(CLI::App& app) {
                         "a policy spec; repeat for each policy; `all` (or no --policy) for every registered policy",
                         options.json, "all metrics");
   command.add_flag("--wide", options.wide, "every column: allocated and requested peaks, each kind of device call");
-  command
-      .add_option("--max-call-ratio", options.max_call_ratio,
-                  "the star's limit on device calls, as a multiple of the current setting's (default 4)")
-      ->check(CLI::PositiveNumber);
+  add_max_call_ratio_flag(command, options.max_call_ratio, "the current setting's");
 }
 
 }  // namespace memreplay::cli

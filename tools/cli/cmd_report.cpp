@@ -57,10 +57,7 @@ void add_report_command(CLI::App& app) {
                         options.json, "the report's data");
   command.add_option("-o,--output", options.output, "the HTML file to write")->required();
   command.add_flag("--allow-incomplete", options.allow_incomplete, "draw a trace that has no footer");
-  command
-      .add_option("--max-call-ratio", options.max_call_ratio,
-                  "the star's limit on device calls, as a multiple of the first policy's (default 4)")
-      ->check(CLI::PositiveNumber);
+  add_max_call_ratio_flag(command, options.max_call_ratio, "the first policy's");
 }
 
 }  // namespace memreplay::cli

@@ -35,6 +35,16 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
   add_json_option(command, json, json_what);
 }
 
+void add_max_call_ratio_flag(CLI::App& command, double& ratio, const std::string& reference) {
+  char default_ratio[32];
+  std::snprintf(default_ratio, sizeof default_ratio, "%g", ratio);
+  command
+      .add_option(
+          "--max-call-ratio", ratio,
+          "the star's limit on device calls, as a multiple of " + reference + " (default " + default_ratio + ")")
+      ->check(CLI::PositiveNumber);
+}
+
 namespace {
 
 // One process runs one command: each warning is said once in it.

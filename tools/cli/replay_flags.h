@@ -20,6 +20,9 @@ void add_replay_flags(CLI::App& command, ReplayOptions& options);
 // command that replays one trace under several policies (compare, report).
 void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
                            const std::string& policy_help, std::string& json, const std::string& json_what);
+// --max-call-ratio into `ratio` (which holds the default): the star's limit on device calls, as a
+// multiple of those of `reference` ("the current setting's").
+void add_max_call_ratio_flag(CLI::App& command, double& ratio, const std::string& reference);
 
 // replay_warnings_before / replay_warnings_after (replayer/replay_runner.h), printed (warn()); those
 // before, each once per command however many replays it runs (the torch release's warning of
