@@ -12,8 +12,9 @@ the list of files that go into the package, and where; MEMREPLAY_PACKAGE_FILES=F
 list made elsewhere instead, and builds nothing (tools/gpu/python_wheel.sh).
 
 MEMREPLAY_BUNDLE_LIBS=1 copies the shared libraries the module and the CLI need beyond the C and
-C++ runtimes (protobuf, abseil, zstd, ...) into the package's lib/, where they find them: a wheel
-for machines that lack memreplay's build dependencies.
+C++ runtimes (protobuf, abseil, zstd, ...) into the package's lib/, where they find them (each
+given the run path $ORIGIN with patchelf): a wheel for machines that lack memreplay's build
+dependencies.
 """
 
 import os
@@ -74,6 +75,8 @@ SYSTEM_LIBRARIES = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", 
 
 def bundle_libraries(package: Path) -> None:
     """Copies what ldd resolves for the module and the CLI, but the system's core, into lib/."""
+    if shutil.which("patchelf") is None:
+        sys.exit("memreplay: MEMREPLAY_BUNDLE_LIBS=1 needs patchelf (apt-get install patchelf)")
     lib = package / "lib"
     binaries = [*package.glob("_core*.so"), package / "bin" / "memreplay", *lib.glob("libmemreplay_*.so")]
     for binary in binaries:
@@ -85,6 +88,8 @@ def bundle_libraries(package: Path) -> None:
             if parts[0].startswith(SYSTEM_LIBRARIES) or (lib / parts[0]).exists():
                 continue
             shutil.copy2(parts[2], lib / parts[0])
+            # It finds what it needs beside itself (libabsl_hash needs libabsl_city, say).
+            subprocess.run(["patchelf", "--set-rpath", "$ORIGIN", str(lib / parts[0])], check=True)
             print(f"memreplay: bundled {parts[2]}", flush=True)
 
 
@@ -110,4 +115,9 @@ class CMakeBuild(build_ext):
             bundle_libraries(package)
 
 
-setup(ext_modules=[Extension("memreplay._core", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools' own staging, emptied first: files of an earlier build must not reach this package.
+SETUPTOOLS_BUILD = ROOT / "build" / "python-setuptools"
+shutil.rmtree(SETUPTOOLS_BUILD, ignore_errors=True)
+
+setup(ext_modules=[Extension("memreplay._core", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      options={"build": {"build_base": str(SETUPTOOLS_BUILD)}})

@@ -59,6 +59,30 @@ def rmm_log(snapshot, entries):
     return ("\n".join(lines) + "\n").encode()
 
 
+# Baselines by hand: the oldest version, tolerances and a capacity, extreme numbers, escapes.
+BASELINE_SEEDS = [
+    '{"capacity":null,"entries":[{"metrics":{"device_calls":15.0,"oom":0.0,"overhead":1.45,'
+    '"reserved_peak":683671552.0},"policy":"pytorch","trace":"run"}],"schema":"memreplay-check-baseline",'
+    '"schema_version":1,"tolerances":{}}',
+    '{"schema":"memreplay-check-baseline","schema_version":2,"capacity":42949672960,'
+    '"tolerances":{"reserved_peak":0.02,"unallocated_at_peak":0.05},"entries":[]}',
+    '{"schema":"memreplay-check-baseline","schema_version":2,"capacity":18446744073709551615,"entries":'
+    '[{"trace":"t\\u00fc\\\\\\"x","policy":"p:a:1,b:2","metrics":{"reserved_peak":1.7976931348623157e308,'
+    '"requested_peak":4.9e-324,"oom":1,"events":0}}]}',
+]
+
+
+def baseline_seed(stem, mrt, tmp):
+    """The baseline check writes for a trace under two policies, when its update passes."""
+    baseline = os.path.join(tmp, "baseline.json")
+    subprocess.run([memreplay, "check", stem + "=" + mrt, "--policy", "pytorch", "--policy",
+                    "pytorch:expandable_segments:True", "--update-baseline", "--baseline", baseline],
+                   capture_output=True)
+    if os.path.exists(baseline):
+        with open(baseline, "rb") as f:
+            put("baseline_reader_fuzz", stem + ".json", f.read())
+
+
 def compressed(data):
     """`data` compressed the four ways the importers read, as (file suffix, bytes)."""
     zst = subprocess.run(["zstd", "-c"], input=data, capture_output=True, check=True).stdout
@@ -105,6 +129,8 @@ for name in sorted(os.listdir(traces_dir)):
             subprocess.run([memreplay, "import", src, "-o", mrt], check=True, capture_output=True)
             with open(mrt, "rb") as f:
                 trace = f.read()
+            if entries == 120:
+                baseline_seed(stem, mrt, tmp)
         put("trace_reader_fuzz", tag + ".mrt", trace)
         for i, chunk in enumerate(chunks(trace)):
             put("chunk_decoder_fuzz", "%s_%d.chunk" % (tag, i), chunk)
@@ -114,6 +140,9 @@ for name in sorted(os.listdir(traces_dir)):
         for target in ("unpickle_fuzz", "one_pass_dict_fuzz"):
             put(target, "%s_p%d.pickle" % (stem, protocol),
                 pickle.dumps(small_snapshot(snapshot, 12, True), protocol=protocol))
+
+for i, spec in enumerate(BASELINE_SEEDS):
+    put("baseline_reader_fuzz", "edge_%d.json" % i, spec.encode())
 
 for i, spec in enumerate([
     "", "expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.7",

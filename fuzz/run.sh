@@ -14,7 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(unpickle_fuzz snapshot_import_fuzz rmm_import_fuzz decompress_fuzz compressed_import_fuzz
-           trace_reader_fuzz chunk_decoder_fuzz policy_options_fuzz import_ahead_fuzz one_pass_dict_fuzz)
+           trace_reader_fuzz chunk_decoder_fuzz policy_options_fuzz import_ahead_fuzz one_pass_dict_fuzz
+           baseline_reader_fuzz plugin_boundary_fuzz)
 fi
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do

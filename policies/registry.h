@@ -39,6 +39,13 @@ struct PolicyInfo {
   // After every block is freed, empty_cache() gives everything back to the device (the contract
   // suite checks reserved == 0 then).
   bool releases_on_empty_cache = true;
+  // The PyTorch release ("2.11") whose allocator this policy models; empty for policies that model
+  // none. Trace commands warn when a trace's torch version differs (policies/torch_version.h).
+  std::string models_torch_version;
+  // What the policy takes from the device at its first request when it takes a fixed share of it
+  // rather than what the trace needs ("" for none): its reserved peak is then that share of the
+  // (simulated) device's memory or of the --capacity, which every table names next to it.
+  std::string reserves_up_front;
 };
 
 class PolicyRegistry {

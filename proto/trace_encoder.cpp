@@ -81,6 +81,19 @@ void TraceEncoder::CompressorDeleter::operator()(Compressor* compressor) const {
 TraceEncoder::TraceEncoder(std::string_view writer, std::string path, const std::string& file_path,
                            TraceEncoderOptions options)
     : writer_(writer), path_(std::move(path)), options_(options) {
+  check_options_and_make_compressors();
+  fd_ = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw file_error(path_, "create", errno);
+}
+
+TraceEncoder::TraceEncoder(std::string_view writer, std::string path, int fd, TraceEncoderOptions options)
+    : writer_(writer), path_(std::move(path)), options_(options) {
+  check_options_and_make_compressors();
+  fd_ = fd;
+  owns_fd_ = false;
+}
+
+void TraceEncoder::check_options_and_make_compressors() {
   if (options_.events_per_chunk == 0 || options_.events_per_chunk > kMaxEventsPerChunk)
     throw std::invalid_argument(writer_ + ": events_per_chunk must be 1 to " + std::to_string(kMaxEventsPerChunk) +
                                 ", not " + std::to_string(options_.events_per_chunk));
@@ -93,15 +106,13 @@ TraceEncoder::TraceEncoder(std::string_view writer, std::string path, const std:
                                 std::to_string(options_.compression_threads));
   for (uint32_t i = 0; i < std::max<uint32_t>(options_.compression_threads, 1); ++i)
     compressors_.emplace_back(new Compressor);
-  fd_ = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw file_error(path_, "create", errno);
 }
 
 TraceEncoder::~TraceEncoder() { abandon(); }
 
 void TraceEncoder::abandon() noexcept {
   pending_.clear();  // waits for the compressions under way; their chunks are not written
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && owns_fd_) ::close(fd_);
   fd_ = -1;
   if (state_ != State::finished) state_ = State::failed;
 }
@@ -273,7 +284,7 @@ void TraceEncoder::finish() {
   write_bytes(encode_record(RecordType::footer, encode_footer()) + encode_trailer(footer_offset));
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) {
+  if (owns_fd_ && ::close(fd) != 0) {
     state_ = State::failed;
     throw file_error(path_, "write", errno);
   }

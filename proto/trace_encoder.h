@@ -8,6 +8,7 @@
 //                    events, or on flush(), a zstd-compressed CHUNK record goes to the file in one
 //                    write(), so a process killed at any moment leaves its whole chunks readable
 //   finish()         the last chunk, then FOOTER record + trailer in one write(), and close
+//                    (a descriptor the caller gave stays open: the caller closes it)
 //
 // With compression_threads N > 0, a full chunk is compressed on a thread of its own while the
 // caller goes on appending; up to N chunks at once, each with a zstd context of its own, and the
@@ -82,7 +83,10 @@ class TraceEncoder {
   // stays the writer's business). writer names the writer in messages ("TraceWriter"). Throws
   // std::invalid_argument for options out of range, InputError if the file cannot be created.
   TraceEncoder(std::string_view writer, std::string path, const std::string& file_path, TraceEncoderOptions options);
-  // Closes the file if finish() did not.
+  // Writes to `fd`, which the caller opened and closes (base/output_file.h): finish() and
+  // abandon() leave it open. Errors name path.
+  TraceEncoder(std::string_view writer, std::string path, int fd, TraceEncoderOptions options);
+  // Closes the file if finish() did not (a file of its own).
   ~TraceEncoder();
   TraceEncoder(const TraceEncoder&) = delete;
   TraceEncoder& operator=(const TraceEncoder&) = delete;
@@ -119,6 +123,7 @@ class TraceEncoder {
   // failed: a write error left a partial record behind.
   enum class State { created, writing, finished, failed };
 
+  void check_options_and_make_compressors();
   void require_writing(const char* call) const;
   [[noreturn]] void misuse(const char* call, const std::exception& e) const;
   struct Compressor;  // a zstd context with its buffers, reused chunk after chunk (trace_encoder.cpp)
@@ -143,6 +148,7 @@ class TraceEncoder {
   std::string path_;
   TraceEncoderOptions options_;
   int fd_ = -1;
+  bool owns_fd_ = true;  // opened from file_path (else the caller's)
   uint64_t offset_ = 0;  // bytes written so far
   State state_ = State::created;
   format::ChunkEncoder chunks_;

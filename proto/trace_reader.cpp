@@ -12,8 +12,10 @@
 
 #include <google/protobuf/stubs/logging.h>
 
+#include "base/input_file.h"
 #include "proto/framing.h"
 #include "proto/input_error.h"
+#include "proto/trace_stand_in.h"
 
 namespace memreplay {
 namespace {
@@ -31,12 +33,13 @@ void TraceReader::DCtxDeleter::operator()(ZSTD_DCtx_s* ctx) const { ZSTD_freeDCt
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)), dctx_(ZSTD_createDCtx()), stack_starts_{0} {
   if (!dctx_) throw std::bad_alloc();
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw InputError(path_ + ": cannot open: " + std::strerror(errno));
+  fd_ = open_input_file(path_);  // a FIFO or device is refused, without blocking
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  ::fstat(fd_, &st);
+  if (const int stand_in = open_trace_stand_in(st.st_dev, st.st_ino); stand_in >= 0) {
     ::close(fd_);
-    throw InputError(path_ + ": not a regular file");
+    fd_ = stand_in;
+    ::fstat(fd_, &st);
   }
   size_ = static_cast<uint64_t>(st.st_size);
   try {

@@ -15,13 +15,6 @@
 #include "proto/input_error.h"
 
 namespace memreplay {
-namespace {
-
-std::string file_path_for(const std::string& path, bool atomic) {
-  return atomic ? path + ".tmp." + std::to_string(::getpid()) : path;
-}
-
-}  // namespace
 
 // The encoding thread: takes one batch at a time (the writer fills the next meanwhile) and feeds
 // it to the encoder, which nothing else touches until the batch is done.
@@ -104,23 +97,18 @@ TraceHeaderFields header_fields(const proto::TraceHeader& h) {
 
 TraceWriter::TraceWriter(std::string path, TraceWriterOptions options)
     : path_(std::move(path)),
-      file_path_(file_path_for(path_, options.atomic)),
-      atomic_(options.atomic),
-      encoder_("TraceWriter", path_, file_path_,
+      file_(path_, options.atomic ? OutputFile::Mode::replace : OutputFile::Mode::in_place),
+      encoder_("TraceWriter", path_, file_.fd(),
                {options.events_per_chunk, options.zstd_level, options.compression_threads}),
       background_encoding_(options.background_encoding),
       events_per_chunk_(options.events_per_chunk),
       zstd_level_(options.zstd_level),
-      encoded_chunks_(options.encoded_chunks) {
-  if (atomic_) temp_guard_.emplace(file_path_);
-}
+      encoded_chunks_(options.encoded_chunks) {}
 
 TraceWriter::~TraceWriter() {
   background_.reset();
   if (in_place_) return;
-  encoder_.abandon();
-  if (atomic_) ::unlink(file_path_.c_str());
-  temp_guard_.reset();
+  encoder_.abandon();  // then file_ removes the temporary (atomic) or keeps the chunks written (streaming)
 }
 
 void TraceWriter::begin(const proto::TraceHeader& header) {
@@ -161,9 +149,7 @@ void TraceWriter::finish() {
   drain();
   background_.reset();
   encoder_.finish();
-  if (atomic_ && std::rename(file_path_.c_str(), path_.c_str()) != 0)
-    throw InputError(path_ + ": cannot rename " + file_path_ + " onto it: " + std::strerror(errno));
-  temp_guard_.reset();
+  file_.commit();
   in_place_ = true;
 }
 

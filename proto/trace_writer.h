@@ -5,10 +5,11 @@
 // memory stays bounded however long the trace; strings, frames and stacks are interned across the
 // whole file, each chunk carrying the entries first used in it.
 //
-// Two ways to put the file in place:
-//   atomic (default)  writes PATH.tmp.<pid> and renames it onto PATH in finish(); without finish()
-//                     the temporary file is removed, so PATH is either whole or absent, also
-//                     when SIGINT or SIGTERM interrupts the process (temp_file_cleanup.h).
+// The file is written through base/output_file.h (its rules for symlinks, devices, FIFOs and
+// inputs hold here too), in one of two ways:
+//   atomic (default)  writes a temporary beside PATH and renames it onto PATH in finish(); without
+//                     finish() the temporary file is removed, so PATH is either whole or as it
+//                     was, also when SIGINT or SIGTERM interrupts the process.
 //   streaming         writes PATH directly; every chunk is handed to the OS as soon as it is full
 //                     (or on flush()), so a process killed at any moment leaves a file whose whole
 //                     chunks all read back (TraceReader reports it incomplete).
@@ -36,9 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "base/output_file.h"
 #include "proto/event.h"
 #include "proto/frame_text.h"
-#include "proto/temp_file_cleanup.h"
 #include "proto/trace.pb.h"
 #include "proto/trace_encoder.h"
 #include "proto/trace_sink.h"
@@ -135,11 +136,9 @@ class TraceWriter final : public TraceSink {
   void drain();
 
   std::string path_;
-  std::string file_path_;  // where bytes go: path_, or the temporary file when atomic
-  bool atomic_;
+  OutputFile file_;  // declared before the encoder, which writes to its descriptor
   bool in_place_ = false;  // finished, and renamed onto path_ when atomic
   TraceEncoder encoder_;
-  std::optional<TempFileGuard> temp_guard_;  // atomic: removes file_path_ on SIGINT/SIGTERM
   bool background_encoding_;
   uint32_t events_per_chunk_;
   int zstd_level_;

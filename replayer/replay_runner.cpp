@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policies/registry.h"
+#include "policies/torch_version.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/device_registry.h"
@@ -26,8 +27,19 @@ ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& 
     target.policy = PolicyRegistry::instance().create(options.policy_spec, *target.device);
   } catch (const PolicySpecError& e) {
     throw InputError("--policy " + options.policy_spec + ": " + e.what());
+  } catch (const PolicyContractError& e) {  // a plugin's fault while it was being created
+    throw InputError("--policy " + options.policy_spec + ": " + e.what());
   }
   return target;
+}
+
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event) {
+  if (read_any_event) return;
+  if (const auto note = reader.truncation_note())
+    throw InputError(reader.path() + ": no event to read: the file was cut off before its first whole chunk (" + *note +
+                     ")");
+  throw InputError(reader.path() +
+                   ": the trace holds no event (a recording of a program that made no GPU allocation?)");
 }
 
 ReplayMetrics run_replay(const ReplayOptions& options) {
@@ -39,11 +51,14 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
+  bool read_any_event = false;
   while (reader.next_batch(batch)) {
+    read_any_event = true;
     if (!session.feed_batch(batch, index)) break;
     index += batch.size();
     if (device->left_recorded_placement()) break;  // replayed again below, by one rule throughout
   }
+  refuse_eventless_trace(reader, read_any_event);
   if (device->left_recorded_placement()) {
     ReplayOptions by_model = options;
     by_model.follow_recorded_placement = false;
@@ -53,15 +68,41 @@ ReplayMetrics run_replay(const ReplayOptions& options) {
   metrics.recorded_placement = options.follow_recorded_placement;
   metrics.policy = options.policy_spec;
   metrics.device = options.device_spec;
+  note_trace_loss(reader, metrics);
+  return metrics;
+}
+
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics) {
   if (auto loss = reader.loss()) {
-    metrics.complete = false;
+    metrics.trace_complete = false;
     metrics.loss = TraceLoss{loss->whole_events, loss->lost_bytes, loss->file_bytes, std::move(loss->reason)};
   }
-  return metrics;
+}
+
+std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,
+                                                 const std::string& policy_spec) {
+  const auto& settings = header.allocator_settings();
+  const auto recorded = settings.find(std::string(kTorchVersionSetting));
+  if (recorded == settings.end()) return std::nullopt;
+  const auto message = torch_version_mismatch(recorded->second, policy_spec);
+  if (!message) return std::nullopt;
+  return trace + ": " + *message;
+}
+
+std::optional<std::string> torch_version_warning(const std::string& trace, const std::string& policy_spec) {
+  std::optional<TraceReader> reader;
+  try {
+    reader.emplace(trace);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return torch_version_warning(trace, reader->header(), policy_spec);
 }
 
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   std::vector<std::string> warnings;
+  if (auto warning = torch_version_warning(options.trace_path, options.policy_spec))
+    warnings.push_back(std::move(*warning));
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
   if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)
@@ -74,10 +115,14 @@ std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   return warnings;
 }
 
-std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (m.events != 0 || m.oom_at_event) return std::nullopt;  // (an OOM in the starting state stops before any event)
-  return options.trace_path + ": no alloc or free events on trace device " + std::to_string(options.trace_device) +
-         " (see `memreplay info` for the devices it has); every number below is 0";
+std::vector<std::string> replay_warnings_after(const ReplayOptions& options, const ReplayMetrics& m) {
+  std::vector<std::string> warnings;
+  if (m.events == 0 && !m.oom_at_event)  // (an OOM in the starting state stops before any event)
+    warnings.push_back(options.trace_path + ": no alloc or free events on trace device " +
+                       std::to_string(options.trace_device) +
+                       " (see `memreplay info` for the devices it has); every number below is 0");
+  if (auto skipped = skipped_warning(options.trace_path, m)) warnings.push_back(std::move(*skipped));
+  return warnings;
 }
 
 void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence) {

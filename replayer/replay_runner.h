@@ -14,6 +14,9 @@
 
 namespace memreplay {
 
+namespace proto {
+class TraceHeader;
+}
 class TraceReader;
 
 // What one replay runs on: a fresh device (options.device_spec, sized by options.capacity and the
@@ -25,21 +28,41 @@ struct ReplayTarget {
 };
 ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options);
 
+// Refuses, with an InputError naming the file, a trace of which no event could be read: one cut
+// off before its first whole chunk, or one that holds no event. Either would replay (or validate)
+// as nothing at all, its zeros read as a result.
+void refuse_eventless_trace(const TraceReader& reader, bool read_any_event);
+
 // Streams the trace through a fresh device and policy. Throws InputError for a bad trace, a bad
 // policy spec (as InputError naming the option) or an unusable device. A trace cut off mid-write
-// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning).
+// replays up to its last whole chunk, and the metrics say so (complete, loss; incomplete_warning);
+// one with no event to read is refused (refuse_eventless_trace).
 ReplayMetrics run_replay(const ReplayOptions& options);
 
-// What to tell the user before a replay, one line each, for options that would silently do
-// nothing: garbage_collection_threshold without a cap, per_process_memory_fraction next to a
-// capacity (which wins).
+// The warning for replaying `trace` with `policy_spec` when the trace's torch release (its header's
+// setting torch_version) is another major.minor than the one the policy models
+// (torch_version_mismatch, policies/torch_version.h); nullopt when there is nothing to say.
+std::optional<std::string> torch_version_warning(const std::string& trace, const proto::TraceHeader& header,
+                                                 const std::string& policy_spec);
+// The same from the trace's own header; nothing for a trace that cannot be read (its replay says why).
+std::optional<std::string> torch_version_warning(const std::string& trace, const std::string& policy_spec);
+
+// What to tell the user before a replay, one line each: torch_version_warning (a trace that cannot
+// be read says nothing here: the replay reports it), and options that would silently do nothing:
+// garbage_collection_threshold without a cap, per_process_memory_fraction next to a capacity
+// (which wins).
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options);
-// ... and after it: a trace device with no alloc or free events.
-std::optional<std::string> replay_warning_after(const ReplayOptions& options, const ReplayMetrics& m);
+// ... and after it: a trace device with no alloc or free events; the events --lenient skipped
+// (skipped_warning, replayer/metrics.h).
+std::vector<std::string> replay_warnings_after(const ReplayOptions& options, const ReplayMetrics& m);
 
 // A trace without its footer (cut off mid-write) is refused unless `allowed`: an InputError naming
 // the trace, why it is incomplete and `consequence` (what is not done, and how to do it anyway).
 void refuse_incomplete_trace(const std::string& trace, bool allowed, const std::string& consequence);
+
+// What a trace cut off mid-write lost, into `metrics` (trace_complete, loss), once the replay has
+// read all of `reader` that it could.
+void note_trace_loss(TraceReader& reader, ReplayMetrics& metrics);
 
 // run_replay without a cap and stopping at an OOM: the ceiling a capacity search starts from.
 // Throws InputError when even that runs out of memory.

@@ -16,12 +16,20 @@ ReplaySession::ReplaySession(Policy& policy, Device& device, ReplayOptions optio
       timeline_(options_.timeline_points) {
   metrics_.trace_device = options_.trace_device;
   metrics_.capacity = device_.capacity();
+  metrics_.device_memory = device_.total_memory();
 }
 
 void ReplaySession::inconsistent(uint64_t trace_index, const std::string& what) {
   if (!options_.lenient)
     throw InputError::at_event(options_.trace_path, trace_index, what + " (use --lenient to skip such events)");
-  ++metrics_.skipped_events;
+  if (metrics_.skipped_events++ == 0) metrics_.first_skipped = "event " + std::to_string(trace_index) + ": " + what;
+}
+
+std::string ReplaySession::contract_fault(const std::string& what) const {
+  // A plugin's faults name their policy already.
+  if (what.starts_with("plugin policy '")) return what;
+  return (options_.policy_spec.empty() ? std::string("the policy") : "policy '" + options_.policy_spec + "'") +
+         " broke its contract: " + what;
 }
 
 bool ReplaySession::feed(const Event& event, uint64_t trace_index) { return feed_events({&event, 1}, trace_index); }
@@ -35,13 +43,18 @@ bool ReplaySession::feed_batch(std::span<const Event> events, uint64_t first_tra
 
 bool ReplaySession::feed_events(std::span<const Event> events, uint64_t first_trace_index) {
   size_t i = 0;
-  // A policy that breaks its contract on an allocation (a plugin's overlapping or too-small
-  // block, policies/plugin/) stops the replay at that event: its numbers would be wrong.
+  // A policy that breaks its contract (a free it refuses, a plugin's overlapping or too-small
+  // block, policies/plugin/) stops the replay at that event, lenient or not: its numbers would be
+  // wrong. --lenient is for the trace's inconsistencies only.
+  const PluginEventScope plugin_event(options_.trace_path, event_cursor_);
   try {
-    for (; i < events.size() && !stopped_; ++i)
-      if (events[i].device == options_.trace_device) dispatch(events[i], first_trace_index + i);
+    for (; i < events.size() && !stopped_; ++i) {
+      if (events[i].device != options_.trace_device) continue;
+      event_cursor_ = first_trace_index + i;
+      dispatch(events[i], first_trace_index + i);
+    }
   } catch (const PolicyContractError& e) {
-    throw InputError::at_event(options_.trace_path, first_trace_index + i, e.what());
+    throw InputError::at_event(options_.trace_path, first_trace_index + i, contract_fault(e.what()));
   }
   return !stopped_;
 }
@@ -69,7 +82,7 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
     case EventKind::segment_unmap: on_segment(event, trace_index); break;
     case EventKind::empty_cache:
       policy_.empty_cache();
-      after_change(event.time_ns);
+      after_change(event.time_ns, trace_index);
       break;
     case EventKind::event_record:
     case EventKind::stream_wait_event:
@@ -108,7 +121,7 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   *slot = LiveBlock{block->address, block->size, event.size};
   count_live(*block, event.size);
-  after_change(event.time_ns);
+  after_change(event.time_ns, trace_index);
 }
 
 void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
@@ -129,13 +142,8 @@ void ReplaySession::on_free(const Event& event, uint64_t trace_index) {
   const LiveBlock block = *taken;
   allocated_ -= block.size;
   requested_ -= block.requested;
-  try {
-    timed_free(block.policy_address, event.stream);
-  } catch (const PolicyContractError& e) {
-    inconsistent(trace_index, std::string("the policy refused the free_completed: ") + e.what());
-    return;
-  }
-  after_change(event.time_ns);
+  timed_free(block.policy_address, event.stream);
+  after_change(event.time_ns, trace_index);
 }
 
 uint64_t ReplaySession::device_calls() const {
@@ -174,18 +182,15 @@ void ReplaySession::on_segment(const Event& event, uint64_t trace_index) {
   } else if (event.pool != kDefaultPool) [[unlikely]] {
     // A private pool's segment goes back only once the pool is released: so is it now.
     policy_.release_pool(event.pool);
-    after_change(event.time_ns);
+    after_change(event.time_ns, trace_index);
   }
 }
 
 void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_index) {
-  if (event.size == 0) return inconsistent(trace_index, "a segment of 0 bytes the trace starts with");
-  std::optional<uint64_t> policy_address;
-  try {
-    policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
-  } catch (const PolicyContractError& e) {
-    return inconsistent(trace_index, std::string("a segment the trace starts with: ") + e.what());
-  }
+  if (event.size == 0 || event.size > Policy::kMaxRequestBytes)
+    return inconsistent(trace_index, "a segment of " + std::to_string(event.size) +
+                                         " bytes the trace starts with (needs 0 < bytes <= 2^48)");
+  const std::optional<uint64_t> policy_address = policy_.adopt_segment_in_pool(event.size, event.stream, event.pool);
   ++metrics_.preexisting_segments;
   if (policy_address) adopted_segments_[event.address] = {event.size, *policy_address};
   // No metrics until the starting state is whole: its blocks are adopted next.
@@ -194,30 +199,24 @@ void ReplaySession::on_preexisting_segment(const Event& event, uint64_t trace_in
 void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_index) {
   if (event.size == 0) return;  // nothing to adopt (a null pointer), as for a plain alloc
   const uint64_t block_size = event.aux != 0 ? event.aux : event.size;
+  if (event.size > block_size || block_size > Policy::kMaxRequestBytes)
+    return inconsistent(trace_index, "a block of " + std::to_string(block_size) + " bytes for a request of " +
+                                         std::to_string(event.size) +
+                                         " the trace starts with (needs 0 < requested <= size <= 2^48)");
   std::optional<Block> block;
   // The adopted segment that holds this block, if the policy has segments.
   auto segment = adopted_segments_.upper_bound(event.address);
   if (segment != adopted_segments_.begin()) {
     --segment;
     const auto [segment_size, policy_base] = segment->second;
-    if (event.address < segment->first + segment_size) {
-      try {
-        block =
-            policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size, event.stream);
-      } catch (const PolicyContractError& e) {
-        inconsistent(trace_index, std::string("a block the trace starts with: ") + e.what());
-        return;
-      }
-    }
+    if (event.address < segment->first + segment_size)
+      block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size, event.stream);
   }
   if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
-  // Under a capacity below the starting state, the trace does not fit: an OOM (as `fit` probes
-  // expect), not bad input.
-  if (!block && device_.capacity()) return record_oom(event, replay_index_, trace_index);
-  if (!block) {
-    inconsistent(trace_index, "the state the trace starts in does not fit on this device");
-    return;
-  }
+  // The starting state does not fit under the capacity (as `fit` probes it) or under the policy's
+  // own limit (rmm_pool's maximum_pool_size): an OOM, as any allocation the policy cannot serve,
+  // not bad input.
+  if (!block) return record_oom(event, replay_index_, trace_index);
   add_live(event.address, *block, event.size);
   // No metrics until the starting state is whole (after_change at the first recorded event).
 }
@@ -247,10 +246,24 @@ void ReplaySession::count_live(const Block& block, uint64_t requested) {
   metrics_.requested_peak = std::max(metrics_.requested_peak, requested_);
 }
 
-// A new reserved peak: measure fragmentation now, from outside the policy.
-void ReplaySession::measure_new_peak(uint64_t reserved) {
+void ReplaySession::at_reserved_peak(uint64_t reserved, uint64_t trace_index) {
+  if (reserved > metrics_.reserved_peak || !metrics_.peak_trace_event) {  // a new peak
+    least_allocated_at_peak_ = allocated_;
+    return measure_peak_moment(reserved, trace_index);
+  }
+  if (allocated_ > allocated_at_peak_moment_) return measure_peak_moment(reserved, trace_index);
+  least_allocated_at_peak_ = allocated_;
+  metrics_.fragmentation_at_peak_max = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+}
+
+// The moment at the peak so far: measure fragmentation now, from outside the policy.
+void ReplaySession::measure_peak_moment(uint64_t reserved, uint64_t trace_index) {
   metrics_.reserved_peak = reserved;
+  metrics_.peak_replay_event = replay_index_ == 0 ? 0 : replay_index_ - 1;
+  metrics_.peak_trace_event = trace_index;
+  allocated_at_peak_moment_ = allocated_;
   metrics_.fragmentation_at_peak = reserved == 0 ? 0.0 : 1.0 - double(allocated_) / double(reserved);
+  metrics_.fragmentation_at_peak_max = reserved == 0 ? 0.0 : 1.0 - double(least_allocated_at_peak_) / double(reserved);
   std::vector<std::pair<uint64_t, uint64_t>> blocks;
   blocks.reserve(live_.size());
   live_.for_each([&](uint64_t, const LiveBlock& b) { blocks.emplace_back(b.policy_address, b.size); });
@@ -266,6 +279,8 @@ ReplayMetrics ReplaySession::finish() {
   metrics_.reserved_peak = std::max(metrics_.reserved_peak, c.reserved_peak);
   metrics_.device_alloc_calls = c.malloc_calls + c.map_calls;
   metrics_.device_free_calls = c.free_calls + c.unmap_calls;
+  metrics_.device_calls = device_calls_of(c);
+  metrics_.stopped_at_oom = stopped_;
   metrics_.device_counters = {
       {"malloc", c.malloc_calls},
       {"free", c.free_calls},

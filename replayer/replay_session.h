@@ -18,8 +18,11 @@
 // between adopted segments and the blocks adopted into them.
 // With options.check_pools, an alloc inside no live segment of its pool and a free into another
 // pool are inconsistent events (pool_consistency.h).
-// A PolicyContractError from the policy (a free it refuses) is an InputError naming the event
-// index, or counted and skipped under lenient, as any inconsistent event.
+// A PolicyContractError from the policy (a free it refuses, a plugin's bad block) is an InputError
+// naming the policy and the event index, lenient or not: lenient skips the trace's inconsistent
+// events only (counted in skipped_events, the first named in first_skipped), never a policy's
+// fault. The event in progress is also where a plugin's crash or exit() is reported
+// (policies/plugin/plugin_guard.h).
 // Measurement: live allocated/requested bytes here, reserved bytes and driver calls in the Device.
 // Invariant checked in tests: reserved >= allocated >= requested at every step.
 #pragma once
@@ -34,6 +37,7 @@
 #include <absl/container/flat_hash_set.h>
 
 #include "policies/detail/address_map.h"
+#include "policies/plugin/plugin_guard.h"
 #include "policies/policy.h"
 #include "proto/event.h"
 #include "replayer/latency_histogram.h"
@@ -80,15 +84,22 @@ class ReplaySession {
   void record_oom(const Event& event, uint64_t index, uint64_t trace_index);
   void add_live(uint64_t trace_address, const Block& block, uint64_t requested);
   void count_live(const Block& block, uint64_t requested);  // live bytes and their peaks
-  // After every change: the reserved peak and the timeline (inline: it runs for every event).
-  void after_change(uint64_t time_ns) {
+  // After every change: the moment at the peak and the timeline (inline: it runs for every event).
+  void after_change(uint64_t time_ns, uint64_t trace_index) {
     const uint64_t reserved = device_counters_.reserved_bytes;
-    if (reserved > metrics_.reserved_peak) [[unlikely]]
-      measure_new_peak(reserved);
+    if (reserved > metrics_.reserved_peak || !metrics_.peak_trace_event ||
+        (reserved == metrics_.reserved_peak &&
+         (allocated_ > allocated_at_peak_moment_ || allocated_ < least_allocated_at_peak_))) [[unlikely]]
+      at_reserved_peak(reserved, trace_index);
     timeline_.record(replay_index_, time_ns, reserved, allocated_, requested_);
   }
-  void measure_new_peak(uint64_t reserved);
+  // Reserved bytes above their highest so far, or held there with more (or fewer) bytes allocated
+  // than before (ReplayMetrics: the moment at the peak is the first with the most allocated).
+  void at_reserved_peak(uint64_t reserved, uint64_t trace_index);
+  void measure_peak_moment(uint64_t reserved, uint64_t trace_index);
   void inconsistent(uint64_t trace_index, const std::string& what);
+  // A policy's contract fault as one line naming the policy (options_.policy_spec).
+  std::string contract_fault(const std::string& what) const;
   uint64_t device_calls() const;
   // The policy's allocate and free, timed per operation only with options_.time_operations.
   std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
@@ -118,7 +129,10 @@ class ReplaySession {
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> adopted_segments_;  // trace addr -> (size, policy addr)
   uint64_t allocated_ = 0;
   uint64_t requested_ = 0;
+  uint64_t allocated_at_peak_moment_ = 0;  // ReplayMetrics::peak_trace_event's allocated bytes
+  uint64_t least_allocated_at_peak_ = 0;  // the fewest bytes allocated while the peak held
   uint64_t replay_index_ = 0;  // alloc + free_completed events seen
+  uint64_t event_cursor_ = 0;  // the trace index of the event being dispatched
   bool stopped_ = false;
   PoolConsistency pools_;  // used with options_.check_pools
   LatencyHistogram allocate_cached_, allocate_device_, free_cached_, free_device_;

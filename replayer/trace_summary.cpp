@@ -91,8 +91,12 @@ void TraceSummarizer::count_pool(DeviceState& state, const Event& event) {
     uint64_t& reserved = state.pool_bytes[event.pool].reserved;
     reserved += event.size;
     pool.peak_reserved_bytes = std::max(pool.peak_reserved_bytes, reserved);
+    state.reserved_bytes += event.size;
+    state.summary.peak_reserved_bytes = std::max(state.summary.peak_reserved_bytes, state.reserved_bytes);
+    state.summary.has_segment_events = true;
   } else if (event.kind == EventKind::segment_free || event.kind == EventKind::segment_unmap) {
     uint64_t& reserved = state.pool_bytes[event.pool].reserved;
+    state.reserved_bytes -= std::min(state.reserved_bytes, std::min(reserved, event.size));
     reserved -= std::min(reserved, event.size);
   }
 }
@@ -217,6 +221,8 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
                        {"streams", d.streams},
                        {"duration_ns", d.last_time_ns - d.first_time_ns},
                        {"peak_requested_bytes", d.peak_requested_bytes},
+                       {"peak_reserved_bytes",
+                        d.has_segment_events ? nlohmann::json(d.peak_reserved_bytes) : nlohmann::json(nullptr)},
                        {"peak_event", d.peak_event},
                        {"peak_time_ns", d.peak_time_ns},
                        {"top_stacks_at_peak", top}});

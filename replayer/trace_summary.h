@@ -46,6 +46,10 @@ struct DeviceSummary {
   uint64_t peak_event = 0;  // index in the whole trace of the event that reached the peak
   uint64_t peak_time_ns = 0;
   std::vector<StackShare> top_stacks_at_peak;  // largest first
+  // The recorded reserved peak: the most the segment events (cudaMalloc, mapped ranges) held at
+  // once, the starting state included; 0 in a trace without segment events.
+  uint64_t peak_reserved_bytes = 0;
+  bool has_segment_events = false;
   // The rebuilt state at the first kept entry (kPreexisting events), apart from the recorded ones.
   struct StartingState {
     uint64_t segments = 0, segment_bytes = 0;  // cudaMalloc segments and mapped expandable ranges
@@ -101,6 +105,7 @@ class TraceSummarizer {
     DeviceSummary summary;
     std::unordered_map<uint64_t, Live> live;
     uint64_t live_bytes = 0;
+    uint64_t reserved_bytes = 0;  // of every pool
     bool captured = false;
     std::array<uint64_t, kEventKindCount> kind_counts{}, inferred_counts{}, failed_counts{};
     std::unordered_map<uint32_t, StackShare> stacks_at_peak;

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
-#include "results/check.h"
-#include "results/fit_scan.h"
+#include "replayer/replay_runner.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {
@@ -39,7 +37,7 @@ std::vector<std::string> candidate_specs(const std::string& current, bool capped
   return out;
 }
 
-uint64_t device_calls(const ReplayMetrics& m) { return total_device_calls(m); }
+std::string calls(const ReplayMetrics& m) { return std::to_string(total_device_calls(m)); }
 
 std::string percent_change(uint64_t before, uint64_t after) {
   if (before == 0) return "";
@@ -48,11 +46,17 @@ std::string percent_change(uint64_t before, uint64_t after) {
   return buffer;
 }
 
+// "; fits in X" from the capacity search, with the failing capacity next to it.
 std::string fit_text(const CandidateResult& c) {
-  if (!c.smallest_fit_bytes) return "";
-  if (*c.fits_above_bytes == *c.smallest_fit_bytes) return "; fits in " + format_bytes(*c.smallest_fit_bytes);
-  return "; fits in " + format_bytes(*c.smallest_fit_bytes) + ", and at every tested capacity from " +
-         format_bytes(*c.fits_above_bytes) + " (not monotonic)";
+  if (!c.fit) return "";
+  const FitScan& f = *c.fit;
+  const auto [fits, fails] = format_bytes_apart(f.smallest_fit_bytes, f.fails_below_smallest_bytes);
+  std::string out = "; fits in " + fits + " (fails at " + fails + ")";
+  if (!f.monotonic) {
+    const auto [above, below] = format_bytes_apart(f.fits_above_bytes, f.fails_below_above_bytes);
+    out += ", but not monotonically: it fails at " + below + " and fits at every tested capacity from " + above;
+  }
+  return out;
 }
 
 uint64_t count_empty_cache(const ReplayOptions& base) {
@@ -64,7 +68,114 @@ uint64_t count_empty_cache(const ReplayOptions& base) {
   return n;
 }
 
-std::string gpu_label(uint64_t bytes) { return std::to_string(bytes / 1'000'000'000) + "GB"; }
+// The capacity search, uncapped: the smallest capacity the setting fits in. None when even the
+// whole device is too small (nothing to search).
+std::optional<FitScan> search_fit(const ReplayOptions& base, const std::string& policy, const FitSearch& search) {
+  ReplayOptions probe = base;
+  probe.policy_spec = policy;
+  probe.capacity.reset();
+  probe.continue_after_oom = false;
+  probe.timeline_points = 1;
+  if (run_replay(probe).oom_at_event) return std::nullopt;
+  return scan_min_capacity(probe, search);
+}
+
+AdviceItem oom_item(const Advice& a, const std::vector<const CandidateResult*>& fitting) {
+  const ReplayMetrics& now = a.current.metrics;
+  const std::string cap = a.capacity ? format_bytes(*a.capacity) : "the device's " + format_bytes(now.device_memory);
+  std::string evidence = a.current_policy + " fails at replay event " + std::to_string(*now.oom_at_event) +
+                         " (trace event " + std::to_string(*now.oom_trace_event) + "), a " +
+                         format_bytes(*now.oom_request_bytes) + " request";
+  if (a.current.fit) {
+    const auto [fits, fails] =
+        format_bytes_apart(a.current.fit->smallest_fit_bytes, a.current.fit->fails_below_smallest_bytes);
+    evidence += "; it needs " + fits + " (fails at " + fails + ")";
+  }
+  evidence += ".";
+  if (fitting.empty()) {
+    evidence += " Every setting tried runs out of memory or makes too many device calls at " + cap + ".";
+    const CandidateResult* least = nullptr;  // the one that needs the least memory, if searched
+    for (const auto& c : a.candidates)
+      if (c.fit && (!least || c.fit->smallest_fit_bytes < least->fit->smallest_fit_bytes)) least = &c;
+    if (least && (!a.current.fit || least->fit->smallest_fit_bytes < a.current.fit->smallest_fit_bytes))
+      evidence += " Of those, " + least->paste + " needs the least" + fit_text(*least) + ".";
+    return {"Out of memory at " + cap + ", and no setting tried fits there", "", "", evidence};
+  }
+  const CandidateResult& best = *fitting.front();
+  evidence += " With " + best.paste + " it fits in " + cap + ": reserved peak " +
+              format_bytes(best.metrics.reserved_peak) + ", device calls " + calls(best.metrics) + fit_text(best) + ".";
+  return {"Out of memory at " + cap + ": set " + best.paste, best.paste, best.policy, evidence};
+}
+
+// The classic mistake: empty_cache() in a loop. `first`: the lane of the current setting without the
+// calls (the candidates' quiet lanes follow it); the setting named with it is the call rule's winner
+// among those lanes.
+AdviceItem empty_cache_item(const Advice& a, const TraceReplays& replays, const std::vector<ReplayLane>& lanes,
+                            size_t first) {
+  const ReplayMetrics& now = a.current.metrics;
+  const ReplayMetrics& quiet = a.current_without_empty_cache->metrics;
+  // The setting to take with it: the rule's winner among the replays without the calls.
+  const std::vector<ReplayMetrics> quiet_rows(replays.metrics.begin() + static_cast<std::ptrdiff_t>(first),
+                                              replays.metrics.end());
+  const Recommendation rule = recommend(quiet_rows, a.call_rule);
+  const std::optional<size_t> best = rule.best ? std::optional<size_t>(first + *rule.best) : std::nullopt;
+  const uint64_t with_calls = total_device_calls(now), without = total_device_calls(quiet);
+  std::string evidence = std::to_string(a.empty_cache_calls) + " empty_cache() calls cost " +
+                         std::to_string(with_calls - std::min(with_calls, without)) + " extra device calls (" +
+                         std::to_string(without) + " -> " + std::to_string(with_calls) + "; reserved peak " +
+                         format_bytes(quiet.reserved_peak) + " without them, " + format_bytes(now.reserved_peak) +
+                         " with them).";
+  std::string paste, policy;
+  if (best) {
+    const ReplayMetrics& b = replays.metrics[*best];
+    policy = lanes[*best].policy;
+    paste = paste_for(policy);
+    evidence += " Without the calls and with " + paste + ": reserved peak " + format_bytes(b.reserved_peak) +
+                ", device calls " + calls(b) + ".";
+  }
+  return {std::string(a.empty_cache_calls >= 3 ? "empty_cache() is called in a loop: " : "empty_cache() is called: ") +
+              "drop the calls" + (paste.empty() ? "" : " and set " + paste),
+          paste, policy, evidence};
+}
+
+// A candidate that qualifies under the call rule and fits, as an item against the current setting.
+std::optional<AdviceItem> setting_item(const CandidateResult& c, const ReplayMetrics& now, bool current_fits,
+                                       const std::string& cap) {
+  const ReplayMetrics& m = c.metrics;
+  // The current setting's own numbers stop at its OOM: nothing to compare with then.
+  if (!current_fits)
+    return AdviceItem{"Also fits in " + cap + ": " + c.paste, c.paste, c.policy,
+                      "reserved peak " + format_bytes(m.reserved_peak) + "; device calls " + calls(m) + fit_text(c)};
+  const std::string numbers = "reserved peak " + format_bytes(now.reserved_peak) + " -> " +
+                              format_bytes(m.reserved_peak) + percent_change(now.reserved_peak, m.reserved_peak) +
+                              "; device calls " + calls(now) + " -> " + calls(m) + fit_text(c);
+  if (m.reserved_peak < now.reserved_peak)
+    return AdviceItem{"Lower the reserved peak: " + c.paste, c.paste, c.policy, numbers};
+  const bool same_size = m.reserved_peak <= now.reserved_peak + now.reserved_peak / 100;
+  if (same_size && total_device_calls(m) * 2 <= total_device_calls(now))
+    return AdviceItem{"Fewer device calls: " + c.paste, c.paste, c.policy, numbers};
+  return std::nullopt;
+}
+
+std::optional<AdviceItem> gap_item(const Advice& a) {
+  const ReplayMetrics& now = a.current.metrics;
+  if (now.oom_at_event || now.fragmentation_at_peak <= 0.10 || now.reserved_peak == 0) return std::nullopt;
+  const uint64_t gap = static_cast<uint64_t>(now.fragmentation_at_peak * double(now.reserved_peak));
+  std::string fix, policy;
+  for (const auto& c : a.candidates)
+    if (c.standing == Standing::qualifies && c.metrics.reserved_peak < now.reserved_peak) {
+      fix = c.paste, policy = c.policy;
+      break;
+    }
+  return AdviceItem{
+      "A large gap between allocated and reserved at the peak" + (fix.empty() ? std::string() : ": try " + fix), fix,
+      policy,
+      format_bytes(gap) + " (" + format_percent(now.fragmentation_at_peak) + ") of the " +
+          format_bytes(now.reserved_peak) +
+          " reserved at the peak is cached but not handed out even at the peak's most-used moment (up to " +
+          format_percent(now.fragmentation_at_peak_max) + " at its least-used one); the floor (requested peak) is " +
+          format_bytes(now.requested_peak) + "."};
+}
 
 }  // namespace
 
@@ -85,10 +196,11 @@ std::string paste_for(const std::string& spec) {
   return "--policy " + spec;
 }
 
-Advice advise(const ReplayOptions& base, const std::string& current_policy, bool with_fit) {
+Advice advise(const ReplayOptions& base, const std::string& current_policy, bool with_fit, double max_call_ratio) {
   Advice advice;
   advice.trace = base.trace_path;
   advice.current_policy = current_policy;
+  advice.capacity = base.capacity;
   advice.gpu_sizes = common_gpu_sizes();
   advice.empty_cache_calls = count_empty_cache(base);
   const std::vector<std::string> specs = candidate_specs(current_policy, base.capacity.has_value());
@@ -104,185 +216,54 @@ Advice advise(const ReplayOptions& base, const std::string& current_policy, bool
   const auto result = [&](size_t lane) {
     return CandidateResult{lanes[lane].policy, paste_for(lanes[lane].policy), replays.metrics[lane], {}, {}};
   };
-  // The capacity search costs ~20 replays: the current setting and the three best candidates only.
-  const auto add_fit = [&](CandidateResult& c) {
-    if (with_fit && !c.metrics.oom_at_event) {
-      ReplayOptions probe = base;
-      probe.policy_spec = c.policy;
-      probe.capacity.reset();
-      const FitScan scan = scan_min_capacity(probe, 16 << 20, 8);
-      c.smallest_fit_bytes = scan.smallest_fit_bytes;
-      c.fits_above_bytes = scan.fits_above_bytes;
-    }
-  };
+
+  // The rule over the current setting (row 0) and every candidate at this capacity.
+  const std::vector<ReplayMetrics> rows(replays.metrics.begin(), replays.metrics.begin() + 1 + specs.size());
+  advice.call_rule = call_rule_for(base, current_policy, rows[0], max_call_ratio);
+  const Recommendation rule = recommend(rows, advice.call_rule);
   advice.current = result(0);
-  add_fit(advice.current);
-  for (size_t i = 1; i <= specs.size(); ++i) advice.candidates.push_back(result(i));
-  std::stable_sort(advice.candidates.begin(), advice.candidates.end(), [](const auto& a, const auto& b) {
-    if (a.metrics.oom_at_event.has_value() != b.metrics.oom_at_event.has_value()) return !a.metrics.oom_at_event;
-    if (a.metrics.reserved_peak != b.metrics.reserved_peak) return a.metrics.reserved_peak < b.metrics.reserved_peak;
-    return device_calls(a.metrics) < device_calls(b.metrics);
-  });
-  for (size_t i = 0; i < advice.candidates.size() && i < 3; ++i) add_fit(advice.candidates[i]);
+  advice.current.standing = rule.standing[0];
+  for (const size_t i : rule.ranking) {
+    if (i == 0) continue;
+    advice.candidates.push_back(result(i));
+    advice.candidates.back().standing = rule.standing[i];
+  }
+  if (rule.best) advice.recommended = lanes[*rule.best].policy;
+
+  // The capacity search costs ~25 replays: the current setting and the three best candidates only.
+  // Settings that ran out of memory at this capacity rank by how much they need (their smallest
+  // fit), not by a reserved peak cut short at the OOM: each of them is searched.
+  if (with_fit) {
+    advice.current.fit = search_fit(base, current_policy, advice.fit_search);
+    for (size_t i = 0; i < advice.candidates.size(); ++i)
+      if (i < 3 || advice.candidates[i].standing == Standing::ran_out_of_memory)
+        advice.candidates[i].fit = search_fit(base, advice.candidates[i].policy, advice.fit_search);
+    const auto first_oom = std::find_if(advice.candidates.begin(), advice.candidates.end(),
+                                        [](const auto& c) { return c.standing == Standing::ran_out_of_memory; });
+    const auto needs = [](const CandidateResult& c) { return c.fit ? c.fit->smallest_fit_bytes : UINT64_MAX; };
+    std::stable_sort(first_oom, advice.candidates.end(),
+                     [&](const CandidateResult& a, const CandidateResult& b) { return needs(a) < needs(b); });
+  }
 
   const ReplayMetrics& now = advice.current.metrics;
-  for (const auto& c : advice.candidates) {
-    if (c.metrics.oom_at_event) continue;
-    const bool smaller = c.metrics.reserved_peak < now.reserved_peak - now.reserved_peak / 100;
-    const bool same_size_fewer_calls = c.metrics.reserved_peak <= now.reserved_peak + now.reserved_peak / 100 &&
-                                       device_calls(c.metrics) * 2 <= device_calls(now);
-    if (!smaller && !same_size_fewer_calls) continue;
-    advice.items.push_back(
-        {(smaller ? "Lower the reserved peak: " : "Fewer device calls: ") + c.paste, c.paste,
-         "reserved peak " + format_bytes(now.reserved_peak) + " -> " + format_bytes(c.metrics.reserved_peak) +
-             percent_change(now.reserved_peak, c.metrics.reserved_peak) + "; device mallocs + frees " +
-             std::to_string(device_calls(now)) + " -> " + std::to_string(device_calls(c.metrics)) + fit_text(c)});
-  }
-
+  std::vector<const CandidateResult*> advised;  // qualifying candidates, in rank order
+  for (const auto& c : advice.candidates)
+    if (c.standing == Standing::qualifies) advised.push_back(&c);
+  const bool current_fits = !now.oom_at_event;
+  if (!current_fits) advice.items.push_back(oom_item(advice, advised));  // names advised[0], if any
   if (without_empty_cache) {
-    const size_t first = specs.size() + 1;
-    advice.current_without_empty_cache = result(first);
-    const ReplayMetrics& quiet = advice.current_without_empty_cache->metrics;
-    // The setting that keeps the reserved peak without the calls: fewest device calls among those at or
-    // below today's reserved peak, else the lowest reserved peak.
-    std::optional<size_t> best;
-    for (size_t i = first; i < lanes.size(); ++i) {
-      const ReplayMetrics& m = replays.metrics[i];
-      if (m.oom_at_event) continue;
-      const bool fits_today = m.reserved_peak <= now.reserved_peak;
-      if (!best) {
-        best = i;
-        continue;
-      }
-      const ReplayMetrics& b = replays.metrics[*best];
-      const bool best_fits = b.reserved_peak <= now.reserved_peak;
-      if (fits_today != best_fits
-              ? fits_today
-              : (fits_today ? device_calls(m) < device_calls(b) : m.reserved_peak < b.reserved_peak))
-        best = i;
-    }
-    std::string evidence =
-        std::to_string(advice.empty_cache_calls) + " empty_cache() calls cost " +
-        std::to_string(now.device_alloc_calls - std::min(now.device_alloc_calls, quiet.device_alloc_calls)) +
-        " extra device mallocs and " +
-        std::to_string(now.device_free_calls - std::min(now.device_free_calls, quiet.device_free_calls)) +
-        " extra frees (mallocs " + std::to_string(quiet.device_alloc_calls) + " -> " +
-        std::to_string(now.device_alloc_calls) + ", frees " + std::to_string(quiet.device_free_calls) + " -> " +
-        std::to_string(now.device_free_calls) + ";" + " reserved peak " + format_bytes(quiet.reserved_peak) +
-        " without them, " + format_bytes(now.reserved_peak) + " with them).";
-    std::string paste;
-    if (best) {
-      const ReplayMetrics& b = replays.metrics[*best];
-      paste = paste_for(lanes[*best].policy);
-      evidence += " Without the calls and with " + paste + ": reserved peak " + format_bytes(b.reserved_peak) +
-                  ", device mallocs + frees " + std::to_string(device_calls(b)) + ".";
-    }
-    advice.items.insert(advice.items.begin(),
-                        {std::string(advice.empty_cache_calls >= 3 ? "empty_cache() is called in a loop: "
-                                                                   : "empty_cache() is called: ") +
-                             "drop the calls" + (paste.empty() ? "" : " and set " + paste),
-                         paste, evidence});
+    advice.current_without_empty_cache = result(specs.size() + 1);
+    advice.items.push_back(empty_cache_item(advice, replays, lanes, specs.size() + 1));
   }
+  const std::string cap = format_bytes(base.capacity.value_or(now.device_memory));
+  for (size_t i = current_fits ? 0 : 1; i < advised.size(); ++i)
+    if (auto item = setting_item(*advised[i], now, current_fits, cap)) advice.items.push_back(std::move(*item));
+  if (auto item = gap_item(advice)) advice.items.push_back(std::move(*item));
 
-  if (now.fragmentation_at_peak > 0.10 && now.reserved_peak > 0) {
-    const uint64_t gap = static_cast<uint64_t>(now.fragmentation_at_peak * double(now.reserved_peak));
-    std::string fix;
-    for (const auto& c : advice.candidates)
-      if (!c.metrics.oom_at_event && c.metrics.reserved_peak < now.reserved_peak) {
-        fix = c.paste;
-        break;
-      }
-    advice.items.push_back(
-        {"A large gap between allocated and reserved at the peak" + (fix.empty() ? std::string() : ": try " + fix), fix,
-         format_bytes(gap) + " (" + format_percent(now.fragmentation_at_peak) + ") of the " +
-             format_bytes(now.reserved_peak) +
-             " reserved at the peak is cached but not handed out; the floor (requested peak) is " +
-             format_bytes(now.requested_peak) + "."});
-  }
-
-  advice.peak = capture_peak_state(
-      [&] {
-        ReplayOptions o = base;
-        o.policy_spec = current_policy;
-        o.follow_recorded_placement = now.recorded_placement;  // placed as the replay that found the peak
-        return o;
-      }(),
-      now.reserved_peak);
+  ReplayOptions current = base;
+  current.policy_spec = current_policy;
+  advice.peak = capture_peak_state(current, now);
   return advice;
-}
-
-nlohmann::json advice_json(const Advice& a, const std::vector<std::vector<std::string>>& frames) {
-  const auto candidate = [&](const CandidateResult& c) {
-    nlohmann::json fits = nlohmann::json::object();
-    for (uint64_t size : a.gpu_sizes)
-      fits[gpu_label(size)] =
-          c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes <= size) : nlohmann::json(nullptr);
-    return nlohmann::json{
-        {"policy", c.policy},
-        {"paste", c.paste},
-        {"reserved_peak", c.metrics.reserved_peak},
-        {"requested_peak", c.metrics.requested_peak},
-        {"device_alloc_calls", c.metrics.device_alloc_calls},
-        {"device_free_calls", c.metrics.device_free_calls},
-        {"oom", c.metrics.oom_at_event.has_value()},
-        {"smallest_fit_bytes", c.smallest_fit_bytes ? nlohmann::json(*c.smallest_fit_bytes) : nullptr},
-        {"fits_above_bytes", c.fits_above_bytes ? nlohmann::json(*c.fits_above_bytes) : nullptr},
-        {"fits_on_gpu", fits}};
-  };
-  nlohmann::json items = nlohmann::json::array(), candidates = nlohmann::json::array(),
-                 stacks = nlohmann::json::array();
-  for (const auto& i : a.items) items.push_back({{"title", i.title}, {"paste", i.paste}, {"evidence", i.evidence}});
-  for (const auto& c : a.candidates) candidates.push_back(candidate(c));
-  for (size_t i = 0; i < a.peak.top_stacks.size(); ++i)
-    stacks.push_back({{"requested_bytes", a.peak.top_stacks[i].bytes},
-                      {"blocks", a.peak.top_stacks[i].blocks},
-                      {"frames", i < frames.size() ? frames[i] : std::vector<std::string>{}}});
-  return {{"schema", "memreplay-advice"},
-          {"schema_version", 1},
-          {"trace", a.trace},
-          {"current", candidate(a.current)},
-          {"empty_cache_calls", a.empty_cache_calls},
-          {"items", items},
-          {"candidates", candidates},
-          {"peak_stacks", stacks}};
-}
-
-std::string advice_text(const Advice& a, const std::vector<std::vector<std::string>>& frames) {
-  std::string out = a.trace + " with " + a.current_policy + ": reserved peak " +
-                    format_bytes(a.current.metrics.reserved_peak) + ", requested peak " +
-                    format_bytes(a.current.metrics.requested_peak) + ", device mallocs + frees " +
-                    std::to_string(device_calls(a.current.metrics)) + fit_text(a.current) + "\n\n";
-  if (a.items.empty()) out += "Nothing to change: no candidate setting lowers the reserved peak or the device calls.\n";
-  for (size_t i = 0; i < a.items.size(); ++i)
-    out += std::to_string(i + 1) + ". " + a.items[i].title + "\n   " + a.items[i].evidence + "\n";
-  if (!a.peak.top_stacks.empty()) {
-    out += "\nStacks that own the reserved peak (requested bytes live then):\n";
-    for (size_t i = 0; i < a.peak.top_stacks.size() && i < 5; ++i) {
-      const auto& s = a.peak.top_stacks[i];
-      out += "  " + format_bytes(s.bytes) + " in " + std::to_string(s.blocks) + " blocks  " +
-             (i < frames.size() && !frames[i].empty() ? frames[i][0] : std::string("(no stack recorded)")) + "\n";
-    }
-  }
-  out += "\nFits on (per-process capacity; the CUDA context takes some more):\n  ";
-  char head[64];
-  std::snprintf(head, sizeof head, "%-44s", "setting");
-  out += head;
-  for (uint64_t size : a.gpu_sizes) out += gpu_label(size) + " ";
-  out += "\n";
-  std::vector<const CandidateResult*> rows = {&a.current};
-  for (const auto& c : a.candidates) rows.push_back(&c);
-  for (const auto* c : rows) {
-    std::snprintf(head, sizeof head, "  %-44s", c->policy.c_str());
-    out += head;
-    for (uint64_t size : a.gpu_sizes) {
-      const std::string cell = !c->fits_above_bytes ? "?" : (*c->fits_above_bytes <= size ? "yes" : "no");
-      char buffer[16];
-      std::snprintf(buffer, sizeof buffer, "%-*s", static_cast<int>(gpu_label(size).size() + 1), cell.c_str());
-      out += buffer;
-    }
-    out += "\n";
-  }
-  return out;
 }
 
 }  // namespace memreplay::results

@@ -1,65 +1,27 @@
-// The CI gate behind `memreplay check`: each trace × policy replayed, its metrics held against a
-// committed baseline (within a tolerance per metric) and against plain limits. Every metric is
-// "lower is better"; only a rise past its limit is a regression.
+// The rules of the CI gate behind `memreplay check`: one trace × policy case held against its
+// baseline entry (within a tolerance per metric) and against plain limits.
 //
-//   limit = baseline × (1 + tolerance)   for relative metrics (bytes, ratios, counts)
-//   limit = baseline + tolerance         for the two fragmentation fractions (points of 0..1)
+//   limit = baseline × (1 ± tolerance)   for relative metrics (bytes, ratios, counts)
+//   limit = baseline ± tolerance         for the two fragmentation fractions (points of 0..1)
 //   limit = baseline                     for oom (a replay that fitted must still fit)
+// with + for the costs (a rise past the limit fails) and − for the job's size, requested peak and
+// events (a fall past it fails: the trace shrank). Besides:
+//   - a trace that requested no memory fails (an empty recording checks nothing);
+//   - a case with no baseline entry is new: it fails unless new cases are allowed;
+//   - a replay that ran out of memory fails every limit and every baseline metric, whatever its
+//     numbers (they cover only the events before the failure).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
-#include "replayer/metrics.h"
+#include "results/baseline.h"
+#include "results/check_metrics.h"
 
 namespace memreplay::results {
-
-inline constexpr int kBaselineSchemaVersion = 1;
-inline constexpr int kCheckResultSchemaVersion = 1;
-
-struct CheckMetric {
-  std::string_view name;  // key in the baseline and in --tolerance
-  std::string_view description;  // one plain line, for the Markdown legend and --help
-  bool absolute_tolerance;  // tolerance added (fractions) rather than multiplied
-  double default_tolerance;
-};
-
-// Every metric a baseline holds, in the order they are printed.
-const std::vector<CheckMetric>& check_metrics();
-// Throws InputError naming `name` and listing the valid names when it is not a metric.
-const CheckMetric& check_metric(std::string_view name);
-
-// Device calls of a replay: mallocs + frees (cudaMalloc, cudaFree, map, unmap) and, for a
-// stream-ordered pool, the allocations that grew it and the trims.
-uint64_t total_device_calls(const ReplayMetrics& m);
-
-// The numbers of one trace × policy that check compares; min_fit_bytes only when computed.
-using MetricValues = std::map<std::string, double>;
-MetricValues metric_values(const ReplayMetrics& m, std::optional<uint64_t> min_fit_bytes);
-
-struct BaselineEntry {
-  std::string trace;  // the trace's name: its file name without directory and .mrt
-  std::string policy;  // the spec as given to --policy
-  MetricValues values;
-};
-
-struct Baseline {
-  std::optional<uint64_t> capacity;  // the --capacity the replays ran under
-  std::map<std::string, double> tolerances;  // written by --update-baseline, overridable
-  std::vector<BaselineEntry> entries;
-  const BaselineEntry* find(const std::string& trace, const std::string& policy) const;
-};
-
-// Reads a baseline; InputError (naming the file) for bad JSON, another schema version, an
-// unknown metric name. save_baseline writes through a temporary file.
-Baseline load_baseline(const std::string& path);
-void save_baseline(const Baseline& baseline, const std::string& path);
 
 struct Limits {
   std::optional<uint64_t> max_reserved;  // --max-reserved
@@ -67,13 +29,37 @@ struct Limits {
   bool must_fit = false;  // --capacity given: an OOM under it fails
 };
 
+// What lets a case pass that would otherwise fail, one flag each.
+struct Allowances {
+  bool allow_new = false;  // --allow-new: a case without a baseline entry
+  bool allow_shrink = false;  // --allow-shrink: requested peak or events below the baseline's
+  bool allow_empty = false;  // --allow-empty: a trace that requested no memory
+  bool accept = false;  // --accept (with --update-baseline): changes against the old baseline
+};
+
 struct Finding {
   std::string metric;
   double value = 0;
   std::optional<double> baseline;  // none for a plain limit
   double limit = 0;
+  Worse worse = Worse::higher;  // which side of the limit fails
   bool regression = false;
-  std::string source;  // "baseline" or the option ("--max-reserved")
+  // "baseline", the option of a plain limit ("--max-reserved"), "replay" (an OOM), "trace" (empty)
+  std::string source;
+  std::string note;  // when more than the comparison decided it: an OOM, an empty trace, a flag
+};
+
+// Where a replay ran out of memory.
+struct OomPoint {
+  uint64_t event = 0;  // replay index of the failing allocation
+  uint64_t request_bytes = 0;
+};
+
+struct CaseInput {
+  std::string trace;
+  std::string policy;
+  MetricValues values;
+  std::optional<OomPoint> oom;
 };
 
 struct CheckCase {
@@ -81,24 +67,28 @@ struct CheckCase {
   std::string policy;
   MetricValues values;
   std::vector<Finding> findings;  // every comparison made, passing ones included
+  bool is_new = false;  // a baseline is in use and has no entry for this case
+  bool new_allowed = false;
+  std::optional<OomPoint> oom;
+
+  // A regression, or new and not allowed.
   bool failed() const;
+  // "failed", "new" (passing, or failing for being new alone) or "passed".
+  std::string status() const;
 };
 
-// Compares one case. `entry` is null when no baseline is used.
-CheckCase evaluate_case(const std::string& trace, const std::string& policy, const MetricValues& values,
-                        const BaselineEntry* entry, const std::map<std::string, double>& tolerances,
-                        const Limits& limits);
+// Tolerance of `metric`: `tolerances` (the baseline's, overridden by --tolerance) or its default.
+double tolerance_of(const CheckMetric& metric, const std::map<std::string, double>& tolerances);
 
-// The trace's name as baselines key it: "runs/gpt2_train.mrt" -> "gpt2_train".
+// Holds one case to the rules above. `entry` is its baseline entry, null when it has none;
+// `baseline_in_use` says whether a baseline is compared at all (without one no case is new).
+CheckCase evaluate_case(const CaseInput& input, const BaselineEntry* entry, bool baseline_in_use,
+                        const std::map<std::string, double>& tolerances, const Limits& limits, const Allowances& allow);
+
+// The trace's name as baselines key it when none is given: "runs/gpt2_train.mrt" -> "gpt2_train".
 std::string trace_name(const std::string& path);
 
-// Views of the result (Principle 7: results are data, the rest are views).
-nlohmann::json check_result_json(const std::vector<CheckCase>& cases, const std::map<std::string, double>& tolerances,
-                                 std::optional<uint64_t> capacity);
-std::string junit_xml(const std::vector<CheckCase>& cases, double seconds);
-std::string markdown_summary(const std::vector<CheckCase>& cases);
-// One line per regression: "gpt2_train pytorch: reserved_peak 1.20 GiB > limit 1.11 GiB (baseline 1.10 GiB, +1%)".
+// One line per finding: "gpt2_train pytorch: reserved_peak 7.53 GiB > limit 6.91 GiB (baseline 6.84 GiB)".
 std::string describe_finding(const CheckCase& c, const Finding& f);
-std::string format_metric(std::string_view metric, double value);
 
 }  // namespace memreplay::results

@@ -1,5 +1,8 @@
 #include "results/fit_result.h"
 
+#include <algorithm>
+
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 
 namespace memreplay::results {
@@ -19,9 +22,15 @@ nlohmann::json oom_json(const ReplayMetrics& m, const std::string& trace) {
 }
 
 nlohmann::json fit_at_capacity_json(const ReplayOptions& replay, const ReplayMetrics& m) {
-  return {{"policy", replay.policy_spec},          {"complete", m.complete},
-          {"capacity", *replay.capacity},          {"fits", !m.oom_at_event},
-          {"oom", oom_json(m, replay.trace_path)}, {"metrics", to_json(m)}};
+  const uint64_t capacity = *replay.capacity;
+  return {{"policy", replay.policy_spec},
+          {"complete", m.complete()},
+          {"capacity", capacity},
+          {"fits", !m.oom_at_event},
+          {"headroom_bytes",
+           m.oom_at_event ? nlohmann::json(nullptr) : nlohmann::json(capacity - std::min(capacity, m.reserved_peak))},
+          {"oom", oom_json(m, replay.trace_path)},
+          {"metrics", to_json(m)}};
 }
 
 nlohmann::json fit_scan_json(const ReplayOptions& replay, const FitScan& scan) {
@@ -29,9 +38,11 @@ nlohmann::json fit_scan_json(const ReplayOptions& replay, const FitScan& scan) {
   for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
   // The capacities first (what a script reads), then how they were found.
   return {{"policy", replay.policy_spec},
-          {"complete", scan.uncapped.complete},
+          {"complete", scan.uncapped.complete()},
           {"min_fit_bytes", scan.smallest_fit_bytes},
+          {"fails_at_bytes", scan.fails_below_smallest_bytes},
           {"fits_above_bytes", scan.fits_above_bytes},
+          {"fails_below_fits_above_bytes", scan.fails_below_above_bytes},
           {"max_fail_bytes", scan.largest_fail_bytes},
           {"monotonic", scan.monotonic},
           {"resolution_bytes", scan.resolution_bytes},
@@ -42,7 +53,7 @@ nlohmann::json fit_scan_json(const ReplayOptions& replay, const FitScan& scan) {
 
 nlohmann::json fit_json(const std::vector<nlohmann::json>& results) {
   nlohmann::json out = results.size() == 1 ? results[0] : nlohmann::json{{"results", results}};
-  out["schema_version"] = kFitSchemaVersion;
+  out["schema_version"] = schema::kFit;
   return out;
 }
 

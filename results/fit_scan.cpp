@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "proto/input_error.h"
 #include "replayer/replay_runner.h"
 
 namespace memreplay::results {
 namespace {
 
+constexpr int kMaxDescents = 8;
+
 class Prober {
  public:
-  Prober(const ReplayOptions& options, uint64_t recorded_peak) : options_(options), recorded_peak_(recorded_peak) {}
+  Prober(const ReplayOptions& options, uint64_t resolution)
+      : options_(options), resolution_(resolution), recorded_peak_(recorded_malloc_peak(options)) {}
+
   bool fits(uint64_t capacity) {
     const auto known = tested_.find(capacity);
     if (known != tested_.end()) return known->second;
@@ -19,19 +25,65 @@ class Prober {
     tested_[capacity] = ok;
     return ok;
   }
-  // Bisects (fail, fit] down to `resolution`; returns the smallest fitting capacity found.
-  uint64_t bisect(uint64_t fail, uint64_t fit, uint64_t resolution) {
-    while (fit - fail > resolution) {
+
+  // Halves (fail, fit] while it is wider than the resolution; returns the final pair.
+  std::pair<uint64_t, uint64_t> bisect(uint64_t fail, uint64_t fit) {
+    while (fit - fail > resolution_) {
       const uint64_t middle = fail + (fit - fail) / 2;
       (fits(middle) ? fit : fail) = middle;
     }
-    return fit;
+    return {fail, fit};
   }
+
+  // The smallest fit at or below `fit` reached by bisecting from `fail` (a failing capacity, or a
+  // lower bound nothing fits at): a capacity that fits while that minus the resolution fails, both
+  // replayed. When the capacity one resolution below fits although `fail` failed, fitting is not
+  // monotonic there and the search goes on below it, a few times at most (a policy that fits only at
+  // some alignment would otherwise walk down one resolution at a time).
+  uint64_t descend(uint64_t fail, uint64_t fit) {
+    for (int descents = 0;; ++descents) {
+      std::tie(fail, fit) = bisect(fail, fit);
+      if (fit <= resolution_) return fit;  // a zero capacity holds nothing
+      const uint64_t below = fit - resolution_;
+      if (below == fail && tested_.contains(below)) return fit;
+      if (!fits(below)) return fit;
+      if (descents == kMaxDescents) return below;
+      fit = below;
+      fail = largest_fail_below(fit).value_or(0);
+    }
+  }
+
+  std::optional<uint64_t> largest_fail_below(uint64_t capacity) const {
+    std::optional<uint64_t> out;
+    for (const auto& [c, ok] : tested_) {
+      if (c >= capacity) break;
+      if (!ok) out = c;
+    }
+    return out;
+  }
+  std::optional<uint64_t> smallest_fit() const {
+    for (const auto& [c, ok] : tested_)
+      if (ok) return c;
+    return std::nullopt;
+  }
+  std::optional<uint64_t> largest_fail() const {
+    std::optional<uint64_t> out;
+    for (const auto& [c, ok] : tested_)
+      if (!ok) out = c;
+    return out;
+  }
+  std::optional<uint64_t> smallest_fit_above(uint64_t capacity) const {
+    for (auto it = tested_.upper_bound(capacity); it != tested_.end(); ++it)
+      if (it->second) return it->first;
+    return std::nullopt;
+  }
+
   const std::map<uint64_t, bool>& tested() const { return tested_; }
   uint64_t replays() const { return replays_; }
 
  private:
   ReplayOptions options_;
+  uint64_t resolution_;
   uint64_t recorded_peak_;  // probes capped below it start on the address model (fits_at)
   std::map<uint64_t, bool> tested_;
   uint64_t replays_ = 0;
@@ -39,53 +91,43 @@ class Prober {
 
 }  // namespace
 
-FitScan scan_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes, int grid_points) {
-  if (resolution_bytes == 0) resolution_bytes = 1;
+FitScan scan_min_capacity(const ReplayOptions& options, const FitSearch& search) {
   FitScan scan;
+  scan.resolution_bytes = std::max<uint64_t>(1, search.resolution_bytes);
   scan.uncapped = run_uncapped_replay(options);
   const uint64_t top = scan.uncapped.reserved_peak;
-  const uint64_t floor = scan.uncapped.requested_peak == 0 ? 0 : scan.uncapped.requested_peak - 1;
-
-  Prober prober(options, recorded_malloc_peak(options));
-  if (top > floor) {
-    for (int i = 1; i < grid_points; ++i)
-      prober.fits(floor + static_cast<uint64_t>(double(top - floor) * i / grid_points));
-    prober.fits(top);
+  if (scan.uncapped.requested_peak == 0) {  // nothing to hold: any capacity fits
+    scan.smallest_fit_bytes = scan.fits_above_bytes = 0;
+    scan.replays = 1;
+    return scan;
   }
-  // Grid neighbours: the failure below the smallest fit, the fit above the largest failure.
-  const auto& tested = prober.tested();
-  uint64_t smallest_fit = top, fail_below_it = floor, largest_fail = 0, fit_above_it = top;
-  bool any_fail = false;
-  for (const auto& [capacity, ok] : tested)
-    if (ok) {
-      smallest_fit = capacity;
-      break;
-    } else {
-      fail_below_it = capacity;
-    }
-  for (const auto& [capacity, ok] : tested)
-    if (!ok) largest_fail = capacity, any_fail = true;
-  if (any_fail)
-    for (const auto& [capacity, ok] : tested)
-      if (capacity > largest_fail && ok) {
-        fit_above_it = capacity;
-        break;
-      }
-  prober.bisect(fail_below_it, smallest_fit, resolution_bytes);
-  if (any_fail) prober.bisect(largest_fail, fit_above_it, resolution_bytes);
-  // From every capacity tested (the bisections may have found failures above a fit):
-  scan.largest_fail_bytes = 0;
-  for (const auto& [capacity, ok] : prober.tested())
-    if (!ok) scan.largest_fail_bytes = capacity;
-  scan.smallest_fit_bytes = top;
-  scan.fits_above_bytes = top;
-  for (const auto& [capacity, ok] : prober.tested())
-    if (ok) {
-      scan.smallest_fit_bytes = std::min(scan.smallest_fit_bytes, capacity);
-      if (capacity > scan.largest_fail_bytes) scan.fits_above_bytes = std::min(scan.fits_above_bytes, capacity);
-    }
+  const uint64_t floor = scan.uncapped.requested_peak - 1;  // less than the live bytes: nothing fits
+
+  Prober prober(options, scan.resolution_bytes);
+  const int grid = std::max(1, search.grid_points);
+  for (int i = 1; i < grid; ++i) prober.fits(floor + static_cast<uint64_t>(double(top - floor) * i / grid));
+  prober.fits(top);
+  if (!prober.smallest_fit() && !prober.fits(scan.uncapped.device_memory))
+    throw InputError(options.trace_path + ": with --policy " + options.policy_spec +
+                     " the replay fits uncapped but at no capacity up to the device's memory");
+
+  const uint64_t grid_fit = *prober.smallest_fit();
+  scan.smallest_fit_bytes = prober.descend(prober.largest_fail_below(grid_fit).value_or(floor), grid_fit);
+  // One resolution below it, as replayed; else (the search stopped going down) the nearest failure.
+  const uint64_t one_below = scan.smallest_fit_bytes - std::min(scan.smallest_fit_bytes, scan.resolution_bytes);
+  const auto below = prober.tested().find(one_below);
+  scan.fails_below_smallest_bytes = below != prober.tested().end() && !below->second
+                                        ? one_below
+                                        : prober.largest_fail_below(scan.smallest_fit_bytes).value_or(0);
+  scan.fits_above_bytes = scan.smallest_fit_bytes;
+  scan.fails_below_above_bytes = scan.fails_below_smallest_bytes;
+  if (const auto fail = prober.largest_fail(); fail && *fail > scan.smallest_fit_bytes) {
+    const auto [last_fail, fit] = prober.bisect(*fail, *prober.smallest_fit_above(*fail));
+    scan.fits_above_bytes = fit;
+    scan.fails_below_above_bytes = last_fail;
+  }
+  scan.largest_fail_bytes = prober.largest_fail().value_or(0);
   scan.monotonic = scan.largest_fail_bytes < scan.smallest_fit_bytes;
-  scan.resolution_bytes = resolution_bytes;
   scan.replays = prober.replays() + 1;
   for (const auto& [capacity, ok] : prober.tested()) scan.probes.push_back({capacity, ok});
   return scan;

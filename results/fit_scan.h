@@ -1,10 +1,15 @@
-// The smallest capacity a trace fits in, without assuming that fitting is monotonic. A caching
+// The smallest capacity a trace fits in, without assuming that fitting is monotonic: the one search
+// behind `fit` and `advise` (and anything else that names a smallest capacity). A caching
 // allocator can fit at a capacity and fail above it (a cap changes when it frees cached segments
 // and retries), so a plain bisection can answer a capacity below one that fails. The scan:
 //   1. replay uncapped: the requested peak Q (nothing fits below) and reserved peak R (fits);
-//   2. replay at `grid_points` capacities evenly spaced over [Q, R];
-//   3. bisect, down to the resolution, below the smallest grid capacity that fits
-//      -> smallest_fit_bytes, and above the largest grid capacity that fails -> fits_above_bytes.
+//   2. replay at `grid_points` capacities evenly spaced over [Q, R] (any byte count, not only
+//      whole MiB: a policy must handle every cap);
+//   3. bisect below the smallest grid capacity that fits -> smallest_fit_bytes, and above the
+//      largest grid capacity that fails -> fits_above_bytes, each down to the resolution and
+//      ending on a replayed pair: the answer fits and the answer minus the resolution fails
+//      (when that one fits after all, fitting is not monotonic there and the search goes on below,
+//      a few times at most).
 // monotonic is true when no tested capacity that fails lies above one that fits.
 #pragma once
 
@@ -16,15 +21,25 @@
 
 namespace memreplay::results {
 
+// How fine the search is; `fit` and `advise` use the same defaults, so their answers agree.
+struct FitSearch {
+  uint64_t resolution_bytes = uint64_t{1} << 20;
+  int grid_points = 16;
+};
+
 struct CapacityProbe {
   uint64_t capacity = 0;
   bool fits = false;
 };
 
 struct FitScan {
-  uint64_t smallest_fit_bytes = 0;  // the smallest capacity found to fit
-  uint64_t fits_above_bytes = 0;  // every tested capacity at or above it fits
-  uint64_t largest_fail_bytes = 0;  // the largest tested capacity that failed (0: none below R)
+  uint64_t smallest_fit_bytes = 0;  // fits (replayed)
+  // The failing capacity tested closest below it (replayed): smallest_fit_bytes - resolution_bytes,
+  // unless fitting is not monotonic there and the search stopped going down.
+  uint64_t fails_below_smallest_bytes = 0;
+  uint64_t fits_above_bytes = 0;  // fits, and so does every tested capacity above it
+  uint64_t fails_below_above_bytes = 0;  // the failing capacity tested just below fits_above_bytes
+  uint64_t largest_fail_bytes = 0;  // the largest tested capacity that failed (0: none)
   uint64_t resolution_bytes = 0;
   bool monotonic = true;
   uint64_t replays = 0;
@@ -33,6 +48,6 @@ struct FitScan {
 };
 
 // Throws InputError when the trace runs out of memory even uncapped.
-FitScan scan_min_capacity(const ReplayOptions& options, uint64_t resolution_bytes, int grid_points = 32);
+FitScan scan_min_capacity(const ReplayOptions& options, const FitSearch& search = {});
 
 }  // namespace memreplay::results

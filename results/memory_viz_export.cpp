@@ -168,6 +168,12 @@ class SnapshotBuilder {
     w.name(key);
     w.unsigned_integer(value);
   }
+  // A stream as PyTorch writes it: a signed 64-bit handle (the importer keeps a snapshot's -1 as
+  // 2^64 - 1), so that the export imports back to the same stream.
+  static void stream_field(PickleWriter& w, uint64_t stream) {
+    w.name("stream");
+    w.integer(static_cast<int64_t>(stream));
+  }
 
   void write_entry(PickleWriter& w, const Event& e) {
     w.begin_dict();
@@ -175,7 +181,7 @@ class SnapshotBuilder {
     w.name(e.kind == EventKind::annotation ? "user_defined" : event_kind_name(e.kind));
     number_field(w, "addr", e.address);
     number_field(w, "size", e.size);
-    number_field(w, "stream", e.stream);
+    stream_field(w, e.stream);
     number_field(w, "time_us", e.time_ns / 1000);
     w.name("frames");
     write_frames(w, e.stack);
@@ -264,7 +270,7 @@ class SnapshotBuilder {
       number_field(w, "allocated_size", allocated);
       number_field(w, "active_size", active);
       number_field(w, "requested_size", requested);
-      number_field(w, "stream", s.stream);
+      stream_field(w, s.stream);
       w.name("segment_type");
       w.name(s.size <= (2u << 20) && !s.expandable ? "small" : "large");
       w.name("segment_pool_id");

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "base/text_escape.h"
 #include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
 #include "replayer/replay_session.h"
@@ -42,29 +43,32 @@ PeakState describe(const Device& device, const ObservingPolicy& observer, size_t
 
 }  // namespace
 
-PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks) {
-  TraceReader reader(options.trace_path);
-  auto [device, policy] = make_replay_target(reader, options);
+PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& measured, size_t top_stacks) {
+  if (!measured.peak_trace_event) return {};
+  const uint64_t peak_event = *measured.peak_trace_event;
+  ReplayOptions placed = options;
+  placed.follow_recorded_placement = measured.recorded_placement;
+  placed.timeline_points = 1;
+  TraceReader reader(placed.trace_path);
+  auto [device, policy] = make_replay_target(reader, placed);
   ObservingPolicy observer(*policy, false, true);
-  ReplayOptions session_options = options;
-  session_options.timeline_points = 1;
-  ReplaySession session(observer, *device, session_options);
+  ReplaySession session(observer, *device, placed);
 
   std::vector<Event> batch;
   uint64_t index = 0, replay_index = 0;
   while (reader.next_batch(batch)) {
     for (size_t i = 0; i < batch.size(); ++i) {
       const Event& e = batch[i];
-      if (e.device == options.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
+      if (e.device == placed.trace_device && e.kind == EventKind::alloc) observer.set_current_stack(e.stack);
       if (!session.feed(e, index + i)) return {};
-      if (e.device != options.trace_device) continue;
+      if (e.device != placed.trace_device) continue;
       const bool replayed =
           (e.kind == EventKind::alloc && !e.has_flag(kPreexisting)) || e.kind == EventKind::free_completed;
       if (replayed) ++replay_index;
-      if (device->counters().reserved_bytes == reserved_peak) {
+      if (index + i == peak_event) {
         PeakState state = describe(*device, observer, top_stacks);
         state.replay_event = replay_index == 0 ? 0 : replay_index - 1;
-        state.trace_event = index + i;
+        state.trace_event = peak_event;
         return state;
       }
     }
@@ -89,6 +93,12 @@ std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path,
     out.push_back(std::move(lines));
   }
   return out;
+}
+
+std::vector<std::vector<std::string>> terminal_safe_frames(std::vector<std::vector<std::string>> stacks) {
+  for (auto& stack : stacks)
+    for (auto& frame : stack) frame = terminal_safe(frame);
+  return stacks;
 }
 
 }  // namespace memreplay::results

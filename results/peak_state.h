@@ -1,12 +1,14 @@
-// The allocator's state at the moment reserved memory peaked: every segment (backed device range)
-// with its blocks, and the stacks that own the live bytes. Found by replaying again up to the
-// first event after which reserved bytes equal the peak the first replay measured.
+// The allocator's state at the moment at the reserved peak (ReplayMetrics::peak_trace_event: of the
+// moments the peak holds, the first with the most bytes allocated): every segment (backed device
+// range) with its blocks, and the stacks that own the live bytes. Found by replaying again up to
+// that event.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
 namespace memreplay::results {
@@ -31,7 +33,7 @@ struct StackBytes {
 };
 
 struct PeakState {
-  bool found = false;  // false when the replay never reached `reserved_peak` between events
+  bool found = false;  // false when the replay had no moment between events (no event replayed)
   uint64_t replay_event = 0;  // index over alloc + free_completed events
   uint64_t trace_event = 0;
   uint64_t reserved = 0;
@@ -41,9 +43,9 @@ struct PeakState {
   std::vector<StackBytes> top_stacks;  // largest first, at most `top_stacks`
 };
 
-// Replays with options.follow_recorded_placement as given: pass the ReplayMetrics' own
-// recorded_placement, so that the replay is placed as the one that measured reserved_peak.
-PeakState capture_peak_state(const ReplayOptions& options, uint64_t reserved_peak, size_t top_stacks = 10);
+// Replays `options` (its policy, device and capacity) up to `measured`'s peak_trace_event, placed as
+// the replay that measured it (measured.recorded_placement).
+PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& measured, size_t top_stacks = 10);
 
 }  // namespace memreplay::results
 
@@ -51,5 +53,8 @@ namespace memreplay::results {
 
 // "file:line name" for each frame (innermost first) of each stack in `stacks`.
 std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path, const std::vector<StackBytes>& stacks);
+// The same lines as a terminal may show them (terminal_safe, base/text_escape.h): what advise
+// prints; its JSON keeps them as recorded.
+std::vector<std::vector<std::string>> terminal_safe_frames(std::vector<std::vector<std::string>> stacks);
 
 }  // namespace memreplay::results

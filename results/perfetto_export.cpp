@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "results/replay_batch.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {
@@ -120,14 +120,17 @@ std::string export_perfetto(const std::string& trace_path, uint32_t trace_device
   return out;
 }
 
+std::vector<std::string> perfetto_export_policies(const std::vector<std::string>& asked) {
+  return asked.empty() ? std::vector<std::string>{"pytorch"} : asked;
+}
+
 std::string export_perfetto_replays(const std::string& trace_path, uint32_t trace_device,
                                     const std::vector<std::string>& policies) {
   ReplayOptions base;
   base.trace_path = trace_path;
   base.trace_device = trace_device;
   base.timeline_points = size_t{1} << 24;  // every event, up to 16M of them
-  const std::vector<std::string> specs = policies.empty() ? std::vector<std::string>{"pytorch"} : policies;
-  return export_perfetto(trace_path, trace_device, replay_policies(base, specs).metrics);
+  return export_perfetto(trace_path, trace_device, replay_policies(base, perfetto_export_policies(policies)).metrics);
 }
 
 }  // namespace memreplay::results

@@ -28,8 +28,11 @@ std::vector<size_t> counter_samples(const std::vector<TimelinePoint>& timeline, 
 std::string export_perfetto(const std::string& trace_path, uint32_t trace_device,
                             const std::vector<ReplayMetrics>& replays);
 
-// What `memreplay export --to perfetto` writes: the trace replayed under each of `policies`
-// (pytorch when none) with full-resolution timelines (up to 16M events), then export_perfetto.
+// The policies an export to Perfetto replays: those asked, pytorch when none.
+std::vector<std::string> perfetto_export_policies(const std::vector<std::string>& asked);
+// What `memreplay export --to perfetto` writes: the trace replayed under each of
+// perfetto_export_policies(policies) with full-resolution timelines (up to 16M events), then
+// export_perfetto.
 std::string export_perfetto_replays(const std::string& trace_path, uint32_t trace_device,
                                     const std::vector<std::string>& policies);
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "policies/registry.h"
 #include "proto/trace_reader.h"
 #include "replayer/pool_consistency.h"
 #include "replayer/replay_runner.h"
@@ -85,7 +86,23 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     m.policy = specs[i].policy;
     m.device = base.device_spec;
     m.recorded_placement = base.follow_recorded_placement;
+    note_trace_loss(reader, m);
     out.metrics.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<std::string> expand_policy_specs(const std::vector<std::string>& specs) {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& spec) {
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
+  };
+  for (const auto& spec : specs) {
+    if (spec != "all") {
+      add(spec);
+      continue;
+    }
+    for (const PolicyInfo& info : PolicyRegistry::instance().policies()) add(info.name);
   }
   return out;
 }

@@ -25,6 +25,10 @@ struct ReplayLane {
 // a bad spec (naming --policy and the spec).
 TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLane>& lanes);
 TraceReplays replay_policies(const ReplayOptions& base, const std::vector<std::string>& policy_specs);
+// The specs as given, with "all" replaced by every registered policy with its default options
+// (plugins loaded by then included), in the registry's order; each spec once.
+std::vector<std::string> expand_policy_specs(const std::vector<std::string>& specs);
+
 // replay_policies for each trace, up to `threads` traces at once (0: one per hardware thread);
 // results in the order of `traces`. The first InputError of any trace is rethrown.
 std::vector<TraceReplays> replay_traces(const std::vector<ReplayOptions>& traces,

@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "proto/schema_versions.h"
 #include "proto/trace_reader.h"
 #include "results/advice.h"
-#include "results/check.h"
+#include "results/metrics_table.h"
 #include "results/peak_state.h"
+#include "results/recommendation.h"
 #include "results/replay_batch.h"
 #include "results/report_series.h"
 
@@ -53,7 +55,10 @@ nlohmann::json peak_json(const PeakState& peak, StackTable& stacks, const std::s
   nlohmann::json top = nlohmann::json::array();
   const auto frames = stack_lines(trace, peak.top_stacks);
   for (size_t i = 0; i < peak.top_stacks.size(); ++i)
-    top.push_back({{"bytes", peak.top_stacks[i].bytes}, {"blocks", peak.top_stacks[i].blocks}, {"frames", frames[i]}});
+    top.push_back({{"bytes", peak.top_stacks[i].bytes},
+                   {"blocks", peak.top_stacks[i].blocks},
+                   {"stack", stacks.index(peak.top_stacks[i].stack)},  // its colour in the segment map
+                   {"frames", frames[i]}});
   return {{"found", peak.found},
           {"replay_event", peak.replay_event},
           {"trace_event", peak.trace_event},
@@ -79,7 +84,8 @@ const std::vector<std::string>& default_report_policies() {
   return policies;
 }
 
-nlohmann::json build_report_data(const ReplayOptions& base_options, const std::vector<std::string>& policies) {
+nlohmann::json build_report_data(const ReplayOptions& base_options, const std::vector<std::string>& policies,
+                                 double max_call_ratio) {
   ReplayOptions base = base_options;
   base.timeline_points = events_in(base.trace_path) + 1;  // one point per event: every value exact
   const TraceReplays replays = replay_policies(base, policies);
@@ -99,6 +105,10 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
     requested.push_back(timeline[i].requested);
   }
 
+  // The star: the one rule of results/recommendation.h, the first policy as the current setting.
+  const CallRule rule = call_rule_for(base, policies.front(), replays.metrics.front(), max_call_ratio);
+  const Recommendation recommendation = recommend(replays.metrics, rule);
+
   StackTable stacks(base.trace_path);
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < policies.size(); ++i) {
@@ -112,20 +122,26 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
     }
     ReplayOptions one = base;
     one.policy_spec = policies[i];
-    one.timeline_points = 1;
-    one.follow_recorded_placement = m.recorded_placement;  // placed as the replay that found the peak
-    const PeakState peak = capture_peak_state(one, m.reserved_peak);
+    const PeakState peak = capture_peak_state(one, m);
+    const DeviceCalls& d = m.device_calls;
+    const auto note = up_front_note(m);
     rows.push_back({{"policy", policies[i]},
                     {"paste", paste_for(policies[i])},
+                    {"starred", recommendation.best == i},
+                    {"reserves_up_front", note ? nlohmann::json(*note) : nullptr},
                     {"metrics",
                      {{"reserved_peak", m.reserved_peak},
                       {"allocated_peak", m.allocated_peak},
                       {"requested_peak", m.requested_peak},
                       {"overhead", m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak)},
                       {"unallocated_at_peak", m.fragmentation_at_peak},
+                      {"unallocated_at_peak_max", m.fragmentation_at_peak_max},
                       {"free_fragmentation_at_peak", m.free_fragmentation_at_peak},
-                      {"device_calls", total_device_calls(m)},
-                      {"oom_at_event", m.oom_at_event ? nlohmann::json(*m.oom_at_event) : nullptr}}},
+                      {"device_calls", d.total()},
+                      {"device_calls_by_kind", to_json(d)},
+                      {"ooms", m.ooms},
+                      {"oom_at_event", m.oom_at_event ? nlohmann::json(*m.oom_at_event) : nullptr},
+                      {"complete", m.complete()}}},
                     {"points", m.timeline.size()},
                     {"reserved", encode_levels(reserved, reserved)},
                     {"allocated", encode_levels(allocated, slack)},
@@ -134,14 +150,17 @@ nlohmann::json build_report_data(const ReplayOptions& base_options, const std::v
 
   ReplayOptions current = base;
   current.timeline_points = 1024;
-  const Advice advice = advise(current, policies.front(), true);
+  const Advice advice = advise(current, policies.front(), true, rule.max_call_ratio);
   const auto advice_frames = stack_lines(base.trace_path, advice.peak.top_stacks);
 
   return {{"schema", "memreplay-report"},
-          {"schema_version", kReportDataSchemaVersion},
+          {"schema_version", schema::kReportData},
           {"trace", std::filesystem::path(base.trace_path).filename().string()},
           {"complete", replays.complete},
           {"capacity", base.capacity ? nlohmann::json(*base.capacity) : nullptr},
+          {"device_memory", replays.metrics.front().device_memory},
+          {"star_rule", star_rule_text(rule)},
+          {"device_calls_definition", kDeviceCallsDefinition},
           {"series",
            {{"points", timeline.size()},
             {"first_event", timeline.empty() ? 0 : timeline.front().event},

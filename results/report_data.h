@@ -11,15 +11,16 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "replayer/replay_options.h"
+#include "results/recommendation.h"
 
 namespace memreplay::results {
-
-inline constexpr int kReportDataSchemaVersion = 2;  // 2: series as levels of chunks
 
 // The policies a report draws when none are asked for: pytorch and pytorch:expandable_segments:True.
 const std::vector<std::string>& default_report_policies();
 
-// Throws InputError for a damaged trace or a bad policy spec.
-nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies);
+// The first of `policies` is the current setting (the advice and the star's call rule start from
+// it). Throws InputError for a damaged trace or a bad policy spec.
+nlohmann::json build_report_data(const ReplayOptions& base, const std::vector<std::string>& policies,
+                                 double max_call_ratio = kDefaultMaxCallRatio);
 
 }  // namespace memreplay::results

@@ -3,15 +3,22 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/text_escape.h"
 #include "results/report_assets.h"
 
 namespace memreplay::results {
 namespace {
 
-// Inside <script> "</" would end the element; "<\/" means the same in JSON and JavaScript.
-std::string script_safe(std::string text) {
-  for (size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
-  return text;
+// Inside <script> "</" would end the element; "<\/" means the same in JavaScript. One pass (a
+// replace per match would copy the rest of the text each time: quadratic in the matches).
+std::string script_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  }
+  return out;
 }
 
 std::string html_escape(const std::string& text) {
@@ -44,10 +51,11 @@ std::string render_report_html(const nlohmann::json& data) {
        html_escape("uPlot " + std::string(report_assets::kUplotVersion) + "\n" +
                    std::string(report_assets::kUplotLicense) + "\n\nfflate " +
                    std::string(report_assets::kFflateVersion) + "\n" + std::string(report_assets::kFflateLicense)));
-  fill(page, "{{REPORT_JS}}", script_safe(std::string(report_assets::kReportJs)));
-  fill(page, "{{DATA}}", script_safe(data.dump()));
-  fill(page, "{{FFLATE_JS}}", script_safe(std::string(report_assets::kFflateJs)));
-  fill(page, "{{UPLOT_JS}}", script_safe(std::string(report_assets::kUplotJs)));
+  fill(page, "{{REPORT_JS}}", script_safe(report_assets::kReportJs));
+  // The data holds the trace's own text (frame names): no "<" of it may reach the HTML parser.
+  fill(page, "{{DATA}}", json_for_script(data.dump()));
+  fill(page, "{{FFLATE_JS}}", script_safe(report_assets::kFflateJs));
+  fill(page, "{{UPLOT_JS}}", script_safe(report_assets::kUplotJs));
   fill(page, "{{REPORT_CSS}}", std::string(report_assets::kReportCss));
   fill(page, "{{UPLOT_CSS}}", std::string(report_assets::kUplotCss));
   fill(page, "{{TITLE}}", html_escape("memreplay report: " + data.value("trace", std::string())));

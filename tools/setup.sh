@@ -10,7 +10,7 @@ packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler lib
           nlohmann-json3-dev libabsl-dev
           chromium python3  # chromium, python3: the report's browser tests
           python3-dev python3-venv python3-setuptools python3-pip pybind11-dev python3-pytest
-          python3-pandas  # the Python package (tools/test_python.sh)
+          python3-pandas patchelf  # the Python package (tools/test_python.sh, wheels)
           python3-distributed  # memreplay.dask's tests (tests/python/dask)
           slurm-wlm munge)  # tools/slurm/test_single_node.sh
 missing=()

@@ -24,6 +24,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "base/units.h"
 #include "policies/detail/coalescing_regions.h"
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -32,7 +33,6 @@ namespace memreplay {
 namespace {
 
 constexpr uint64_t kMinAllocation = 256;
-constexpr uint64_t kMiB = 1ull << 20;
 
 struct BfcConfig {
   bool allow_growth = false;
@@ -128,6 +128,9 @@ MEMREPLAY_REGISTER_POLICY(bfc, .name = "bfc",
                           .factory = make_bfc,
                           .contract_option_sets = {"", "allow_growth:true",
                                                    "allow_growth:true,garbage_collection:false",
-                                                   "allow_growth:True,max_internal_fragmentation:1MiB"});
+                                                   "allow_growth:True,max_internal_fragmentation:1MiB"},
+                          .reserves_up_front =
+                              "the whole memory limit (default: the capacity, else the device's "
+                              "memory) unless allow_growth:True");
 
 }  // namespace memreplay

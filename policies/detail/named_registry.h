@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/text.h"
+
 namespace memreplay::detail {
 
 class RegistrationError : public std::logic_error {
@@ -29,10 +31,12 @@ class NamedRegistry {
  public:
   explicit NamedRegistry(std::string_view kind) : kind_(kind) {}
 
-  // Throws RegistrationError for an empty name or one already registered.
+  // Throws RegistrationError for a name that is empty, has a ':', a control character or bytes that
+  // are not UTF-8, or is registered already.
   bool add(Entry entry) {
-    if (entry.name.empty() || entry.name.find(':') != std::string::npos)
-      throw RegistrationError("a " + kind_ + " name must be non-empty and have no ':' (got '" + entry.name + "')");
+    if (entry.name.empty() || entry.name.find(':') != std::string::npos || !is_printable_utf8(entry.name))
+      throw RegistrationError("a " + kind_ + " name must be non-empty printable UTF-8 without ':' (got '" +
+                              escape_unprintable(entry.name) + "')");
     if (find(entry.name) != nullptr) throw RegistrationError(kind_ + " '" + entry.name + "' is registered twice");
     entries_.push_back(std::move(entry));
     return true;

@@ -3,8 +3,8 @@
 
 #include <cctype>
 #include <charconv>
-#include <cmath>
 
+#include "base/units.h"
 #include "policies/registry.h"
 
 namespace memreplay::detail {
@@ -36,50 +36,7 @@ std::string quoted(std::string_view text) {
   return out;
 }
 
-// Powers of the units parse_byte_size accepts, lower-case.
-std::optional<double> unit_scale(std::string_view unit) {
-  struct Unit {
-    std::string_view name;
-    double scale;
-  };
-  constexpr double k = 1024.0;
-  static constexpr Unit kUnits[] = {
-      {"", 1},        {"b", 1},         {"k", k},           {"kib", k},           {"m", k * k},
-      {"mib", k * k}, {"g", k * k * k}, {"gib", k * k * k}, {"t", k * k * k * k}, {"tib", k * k * k * k},
-      {"kb", 1e3},    {"mb", 1e6},      {"gb", 1e9},        {"tb", 1e12},
-  };
-  for (const Unit& u : kUnits)
-    if (u.name == unit) return u.scale;
-  return std::nullopt;
-}
-
 }  // namespace
-
-std::optional<uint64_t> parse_byte_size(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
-    ++digits;
-  if (digits == 0) return std::nullopt;
-  std::string unit;
-  for (const char c : text.substr(digits))
-    if (c != ' ') unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  const auto scale = unit_scale(unit);
-  if (!scale) return std::nullopt;
-  const std::string_view number = text.substr(0, digits);
-  if (number.find('.') == std::string_view::npos && *scale == 1) {
-    // A plain byte count: exact up to 2^64 - 1 (a double would round it).
-    uint64_t bytes = 0;
-    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), bytes);
-    if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
-    return bytes;
-  }
-  double value = 0;
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
-  const double bytes = value * *scale;
-  if (!(bytes < 18446744073709551616.0)) return std::nullopt;  // 2^64
-  return bytes < 1 ? 0 : static_cast<uint64_t>(std::llround(bytes));
-}
 
 PolicyOptions::PolicyOptions(std::string_view policy, std::string_view options,
                              std::initializer_list<std::string_view> valid_keys)
@@ -151,7 +108,9 @@ double PolicyOptions::to_number(const PolicyOption& option) const {
 uint64_t PolicyOptions::to_bytes(const PolicyOption& option) const {
   const std::string& text = scalar(option);
   const auto bytes = parse_byte_size(text);
-  if (!bytes) fail(option, "expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096), got " + quoted(text));
+  if (!bytes)
+    fail(option, "expected bytes (e.g. 1GiB, 512MiB, 64MB or 4096; units " + std::string(kByteUnits) + "), got " +
+                     quoted(text));
   return *bytes;
 }
 

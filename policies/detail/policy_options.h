@@ -10,6 +10,7 @@
 //   number    a decimal (strtod syntax, as std::from_chars reads it)
 //   bytes     a plain byte count or a number with a unit, case-insensitive: B, KiB/K, MiB/M,
 //             GiB/G, TiB/T (powers of 1024), KB, MB, GB, TB (powers of 1000): 1GiB, 512MiB, 64MB
+//             (base/units.h's parse_byte_size, the CLI's parser too)
 //   boolean   strict, two spellings:
 //               Booleans::python  True | False          (PyTorch's own keys, as PyTorch reads them)
 //               Booleans::either  True | False | true | false   (every other key)
@@ -25,10 +26,6 @@
 #include <vector>
 
 namespace memreplay::detail {
-
-// "8GiB" -> 8589934592, "1.5GB" -> 1500000000, "4096" -> 4096 (units as above); nullopt when the
-// text is not a byte size or exceeds 2^64 - 1. Shared with the CLI's --capacity.
-std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 enum class Booleans { python, either };
 

@@ -91,6 +91,9 @@ class MemreplayPolicy final : public Policy {
         return std::nullopt;
       }
       extend = after < limit ? limit - after : 0;  // growth: map up to the budget in this one call
+      // The growth maps whole pages: under a cap, only those that fit under it (the device
+      // refuses a map past the cap).
+      if (device_.capacity()) extend -= extend % arena_.page_bytes();
     }
     suballoc::Range* range = arena_.take(*placement, size, extend);
     if (range == nullptr) {

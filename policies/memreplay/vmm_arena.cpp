@@ -370,27 +370,13 @@ void VmmArena::note_unmapped(suballoc::Range* range, uint64_t start, uint64_t en
 
 void VmmArena::add_mapped(uint64_t start, uint64_t end) {
   mapped_bytes_ += end - start;
-  auto next = mapped_.lower_bound(start);
-  if (next != mapped_.end() && next->first == end) {
-    end = next->second;
-    next = mapped_.erase(next);
-  }
-  if (next != mapped_.begin() && std::prev(next)->second == start) {
-    std::prev(next)->second = end;
-    return;
-  }
-  mapped_.emplace(start, end);
+  mapped_.insert(start, end);  // pages map once: never an overlap
 }
 
 void VmmArena::remove_mapped(uint64_t start, uint64_t end) {
   mapped_bytes_ -= end - start;
   known_mapped_ = {0, 0};
-  auto it = std::prev(mapped_.upper_bound(start));  // the mapped range holding [start, end)
-  const uint64_t range_start = it->first;
-  const uint64_t range_end = it->second;
-  mapped_.erase(it);
-  if (range_start < start) mapped_.emplace(range_start, start);
-  if (end < range_end) mapped_.emplace(end, range_end);
+  mapped_.erase(start, end);  // a run of mapped pages: inside one range
 }
 
 }  // namespace memreplay::detail

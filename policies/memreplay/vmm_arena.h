@@ -18,9 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include <absl/container/btree_map.h>
-
 #include "policies/detail/binned_ranges.h"
+#include "policies/detail/interval_set.h"
 #include "policies/device.h"
 
 namespace memreplay::detail {
@@ -117,7 +116,7 @@ class VmmArena {
   uint64_t page_mask_;  // page_ - 1 when page_ is a power of two, else 0
   std::optional<uint64_t> base_;
   suballoc::BinnedRanges ranges_;
-  absl::btree_map<uint64_t, uint64_t> mapped_;  // page ranges start -> end, merged
+  IntervalSet mapped_;  // mapped page ranges
   // A range known to be all mapped (part of one entry of mapped_; empty when unknown): nearly
   // every placement falls inside the same large mapped range, and a B-tree lookup per candidate
   // cost a third of a placement. Growing mapped_ keeps it true; remove_mapped() forgets it.

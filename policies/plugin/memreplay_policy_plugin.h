@@ -10,10 +10,15 @@
  * MEMREPLAY_POLICY_PLUGIN_ABI of the memreplay that loads it, which refuses any other version with
  * a message naming both. Fields are only ever added at the end, with a new version.
  *
- * The memreplay side checks what the plugin returns: a block smaller than the request, a block
- * overlapping a live one, a device free of memory the plugin does not hold (twice, or never
- * allocated), or MEMREPLAY_PLUGIN_ERROR stop the replay with one line naming the policy and the
- * event index (exit status 2). Example: examples/plugin/exact_size_plugin.c. */
+ * The memreplay side checks what the plugin returns: a block smaller than the request, larger than
+ * 2^48 bytes, overlapping a live one or outside the device memory the plugin holds (one malloc,
+ * or mapped pages), a device free or unmap of memory it does not hold (twice, never allocated, or
+ * under a live block), or MEMREPLAY_PLUGIN_ERROR stop the replay with one line naming the policy
+ * and the event index (exit status 2), with --lenient too. A crash, abort, stack overflow or
+ * exit() inside a plugin call ends memreplay the same way (policies/plugin/plugin_guard.h). The
+ * name, description and options_help must each be one line of printable UTF-8 (name: non-empty,
+ * no ':'), else the plugin is refused at load; last_error's message is read up to 1024 bytes and
+ * create's error buffer up to its size. Example: examples/plugin/exact_size_plugin.c. */
 #ifndef MEMREPLAY_POLICY_PLUGIN_H
 #define MEMREPLAY_POLICY_PLUGIN_H
 
@@ -36,14 +41,15 @@ extern "C" {
  * Every call is counted by memreplay, as for built-in policies. */
 typedef struct memreplay_device_api {
   void* context; /* pass back to every call */
-  /* cudaMalloc: 0 and *address set, or nonzero when the device (or its cap) has no room. */
+  /* cudaMalloc: 0 and *address set, or nonzero when the device (or its capacity) has no room. */
   int (*malloc)(void* context, uint64_t bytes, uint64_t* address);
   void (*free)(void* context, uint64_t address);
   /* cuMemAddressReserve / cuMemAddressFree: address space only. */
   int (*reserve_address)(void* context, uint64_t bytes, uint64_t* address);
   void (*release_address)(void* context, uint64_t address, uint64_t bytes);
-  /* Back [address, address + bytes) with physical pages (whole pages of `granularity`), one call;
-   * 0 on success, nonzero when the device has no room. The cap is the plugin's to apply. */
+  /* Back [address, address + bytes) with physical pages (whole pages of `granularity`) inside a
+   * reservation of the plugin's, one call; 0 on success, nonzero when the device has no room: the
+   * device refuses pages past the capacity as it refuses a malloc. */
   int (*map)(void* context, uint64_t address, uint64_t bytes);
   void (*unmap)(void* context, uint64_t address, uint64_t bytes);
   uint64_t granularity; /* bytes of a physical page (2 MiB on current NVIDIA GPUs) */

@@ -1,8 +1,10 @@
 // PluginPolicy: a policy of a plugin (memreplay_policy_plugin.h) behind the Policy interface, and
 // the checks that keep a misbehaving plugin's fault from passing as a result: every block it
-// returns must hold the request and overlap no live block; every device call it makes must be on
-// memory it holds (no double free, no unmap of pages it did not map); an ERROR it reports is
-// a PolicyContractError naming the policy (the replay session adds the event index).
+// returns must hold the request, fit in 2^48 bytes, overlap no live block and lie in device memory
+// it holds; every device call it makes must be on memory it holds (no double free, no unmap of
+// pages it did not map, nothing given back under a live block); an ERROR it reports is a
+// PolicyContractError naming the policy (the replay session adds the event index). Every call into
+// the plugin runs in a PluginCallScope (plugin_guard.h): a crash or exit() there is contained.
 #pragma once
 
 #include <memory>

@@ -118,7 +118,8 @@ AllocConfig parse_alloc_config(std::string_view conf) {
       config.expandable_segments = options.to_bool(entry, Booleans::python);
     } else if (key == "per_process_memory_fraction") {
       const double fraction = options.to_number(entry);
-      if (!(fraction >= 0.0 && fraction <= 1.0)) options.fail(entry, entry.value + " is outside [0.0, 1.0]");
+      // 0 would leave the process no memory at all: every allocation an OOM, not a setting to replay.
+      if (!(fraction > 0.0 && fraction <= 1.0)) options.fail(entry, entry.value + " is outside (0.0, 1.0]");
       config.per_process_memory_fraction = fraction;
     } else if (key == "backend") {
       parse_backend(options, entry);

@@ -29,9 +29,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/units.h"
+
 namespace memreplay::pytorch {
 
-inline constexpr uint64_t kMiB = 1ull << 20;
 inline constexpr size_t kRoundUpPowerOfTwoIntervals = 16;  // 1 MiB ... 64 GiB, one per power of two
 
 struct AllocConfig {

@@ -201,6 +201,8 @@ bool CachingAllocatorPolicy::alloc_block(AllocParams& p, bool is_retry) {
   // The limit is checked against the segment size, on the expandable path too.
   if (allowed_max_ && device_.counters().reserved_bytes + p.alloc_size > *allowed_max_) return false;
   if (p.expandable) {
+    // Its whole pages may end past the cap, as in PyTorch: the device honours what the limit admitted.
+    (void)device_.admit(p.alloc_size);
     p.block = try_allocate_expandable_block(p.stream, *p.pool, p.size);
     return p.block != nullptr;
   }
@@ -275,14 +277,19 @@ void CachingAllocatorPolicy::release_block(CacheBlock* block) {
   arena_.destroy(block);
 }
 
+// Oversize free blocks are whole segments under PyTorch's max_split_size. A split one can only be
+// adopted from a trace's starting state (recorded under another max_split_size): passed over.
 bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& p) {
   const uint64_t max_split = config_.max_split_size;
   if (max_split == std::numeric_limits<uint64_t>::max()) return false;
   FreeBlockSet& blocks = p.pool->blocks;
   const uint64_t key_size = std::max(p.size, max_split);
+  const auto releasable = [](const CacheBlock& b) { return b.segment == nullptr && !b.is_split(); };
   auto it = blocks.lower_bound(p.stream, key_size);
-  if (it != blocks.end() && it->stream == p.stream && it->segment == nullptr) {
-    release_block(&*it);  // one oversize segment big enough
+  auto whole = it;
+  while (whole != blocks.end() && whole->stream == p.stream && whole->segment == nullptr && whole->is_split()) ++whole;
+  if (whole != blocks.end() && whole->stream == p.stream && releasable(*whole)) {
+    release_block(&*whole);  // one oversize segment big enough
     return true;
   }
   // Otherwise free oversize segments of this stream from the largest down until key_size bytes
@@ -292,7 +299,7 @@ bool CachingAllocatorPolicy::release_available_cached_blocks(const AllocParams& 
   uint64_t released = 0;
   --it;
   while (released < key_size && it->size >= max_split && it->stream == p.stream) {
-    if (it->segment == nullptr) {
+    if (releasable(*it)) {
       victims.push_back(&*it);
       released += it->size;
     }
@@ -569,11 +576,12 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
 
 }  // namespace
 
-// The contract suite covers every option family: rounding, oversize blocks, GC under a limit,
-// expandable segments, and their mixes.
+// The contract suite covers every option family (rounding, oversize, GC, expandable) and mixes.
 MEMREPLAY_REGISTER_POLICY(
     pytorch, .name = "pytorch",
-    .description = "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact",
+    .description =
+        "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact against "
+        "real H200 PyTorch 2.11 traces",
     .options_help =
         "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
         "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
@@ -581,12 +589,11 @@ MEMREPLAY_REGISTER_POLICY(
         "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
     .factory = make_pytorch,
     .contract_option_sets = {"", "expandable_segments:True", "max_split_size_mb:20",
-                             "max_split_size_mb:64,"
-                             "max_non_split_rounding_mb:30",
-                             "roundup_power2_divisions:4", "roundup_power2_divisions:[1:1,2:2,4:4,>:8]",
-                             "large_segment_size_mb:40",
+                             "max_split_size_mb:64,max_non_split_rounding_mb:30", "roundup_power2_divisions:4",
+                             "roundup_power2_divisions:[1:1,2:2,4:4,>:8]", "large_segment_size_mb:40",
                              "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
                              "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
-                             "expandable_segments:True,garbage_collection_threshold:0.6"});
+                             "expandable_segments:True,garbage_collection_threshold:0.6"},
+    .models_torch_version = "2.11");
 
 }  // namespace memreplay::pytorch

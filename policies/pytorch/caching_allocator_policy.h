@@ -30,7 +30,9 @@
 // Limit: alloc_block fails without a device call when reserved + alloc > allowed maximum (reserved
 //   as the Device counts it: the policy keeps no byte or call counts of its own), which is
 //   Device::capacity() (set_per_process_memory_fraction) or per_process_memory_fraction; GC runs
-//   only under such a limit (2.11 semantics). Memory comes from the Device only.
+//   only under such a limit (2.11 semantics). Memory comes from the Device only, whose cap agrees:
+//   an expandable segment's whole pages may end past the limit that admitted their request, as in
+//   PyTorch, and the policy says so to the device (Device::admit).
 #pragma once
 
 #include <cstdint>

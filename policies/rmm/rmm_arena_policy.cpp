@@ -4,8 +4,8 @@
 //
 // Modelled:
 //   - one upstream allocation of arena_size at the first request (RMM's default: half the free
-//     memory; here the --capacity when one is set, so that `fit` can search it), never given back:
-//     the global arena;
+//     memory; here the --capacity when one is set, so that `fit` can search it; either rounded
+//     down to whole superblocks), never given back: the global arena;
 //   - per-stream arenas hold superblocks taken from the global arena: multiples of 1 MiB, at
 //     least 1 MiB, the smallest that holds the request; the global arena hands them out first fit
 //     by address and coalesces them when they come back;
@@ -16,6 +16,7 @@
 // Left out: the per-thread arenas of the default stream (one arena per stream here), jemalloc's
 // size classes inside superblocks, the cap on free superblocks per arena and dump_log_on_failure.
 // Options: arena_size:BYTES.
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -33,14 +34,21 @@ constexpr uint64_t kSuperblock = 1ull << 20;
 
 uint64_t round_up(uint64_t value, uint64_t to) { return (value + to - 1) / to * to; }
 
+// The arena's size: the option as given (whole superblocks), else what the device may hold (the
+// cap, else half its memory, as RMM's default of half the free memory) in whole superblocks, never
+// more: rounding up would ask for more than the cap allows and fail at the first request.
+uint64_t arena_size_for(std::optional<uint64_t> option, const Device& device) {
+  if (option) return round_up(*option, kSuperblock);
+  const uint64_t room = device.capacity().value_or(device.total_memory() / 2);
+  return std::max(kSuperblock, room / kSuperblock * kSuperblock);
+}
+
 // The global arena is one chain of BinnedRanges (its live ranges are the superblocks handed out),
 // a stream's arena one chain per superblock: blocks coalesce inside their superblock only.
 class RmmArenaPolicy final : public Policy {
  public:
   RmmArenaPolicy(Device& device, std::optional<uint64_t> arena_size)
-      : device_(device),
-        arena_size_(round_up(arena_size.value_or(device.capacity().value_or(device.total_memory() / 2)), kSuperblock)) {
-  }
+      : device_(device), arena_size_(arena_size_for(arena_size, device)) {}
 
  private:
   using Range = suballoc::Range;
@@ -127,6 +135,7 @@ MEMREPLAY_REGISTER_POLICY(
     .factory = [](std::string_view text, Device& device) -> std::unique_ptr<Policy> {
       return std::make_unique<RmmArenaPolicy>(device, arena_size_option(text));
     },
-    .contract_option_sets = {"", "arena_size:256MiB"}, .releases_on_empty_cache = false);
+    .contract_option_sets = {"", "arena_size:256MiB"}, .releases_on_empty_cache = false,
+    .reserves_up_front = "its arena: arena_size, else the capacity, else half the device's memory");
 
 }  // namespace memreplay

@@ -130,7 +130,9 @@ std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {
     if (entry.key == "initial_pool_size") config.initial_pool_size = options.to_bytes(entry);
     if (entry.key == "maximum_pool_size") {
       config.maximum_pool_size = options.to_bytes(entry);
-      if (*config.maximum_pool_size == 0) options.fail(entry, "must be more than 0");
+      // Less than one aligned block holds no allocation at all.
+      if (*config.maximum_pool_size < kAlignment)
+        options.fail(entry, "must be at least " + std::to_string(kAlignment) + " bytes (rmm's allocation alignment)");
     }
   }
   if (config.maximum_pool_size && config.initial_pool_size > *config.maximum_pool_size)

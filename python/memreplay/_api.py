@@ -105,6 +105,12 @@ def parse_bytes(value: Bytes, what: str = "capacity") -> int:
     return count
 
 
+def _positive(value: float, what: str) -> None:
+    """As the CLI's --max-call-ratio takes it: a number above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{what} {value!r}: expected a number above 0")
+
+
 def load_plugin(path: "str | os.PathLike[str]") -> str:
     """Loads a policy plugin (a .so built against memreplay_policy_plugin.h's C ABI) and returns the
     name its policy is registered under. A policy spec may also name the plugin by path
@@ -139,8 +145,9 @@ def _options(trace: Trace, policy: str = "pytorch", capacity: Optional[Bytes] = 
     return options
 
 
-def policies() -> List[Dict[str, str]]:
-    """Every registered policy (plugins loaded so far included): name, description, options."""
+def policies() -> List[Dict[str, Optional[str]]]:
+    """Every registered policy (plugins loaded so far included), as `memreplay policies --json` lists
+    them: name, description, options, reserves_up_front and models_torch_version (None where none)."""
     return _core.policies()
 
 
@@ -167,23 +174,27 @@ def replay(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
 
 def compare(trace: TraceLike, policies: Optional[Sequence[str]] = None, capacity: Optional[Bytes] = None,
             device: str = "sim", *, trace_device: int = 0, lenient: bool = False, keep_going: bool = False,
-            time_operations: bool = False) -> Comparison:
+            time_operations: bool = False, max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> Comparison:
     """The trace replayed under each of `policies` (None or ["all"]: every registered policy), one
-    replay each, as `memreplay compare`. Returns a Comparison: a sequence of ReplayResult, .best,
+    replay each, as `memreplay compare`. Returns a Comparison: a sequence of ReplayResult, .best (the
+    star: the lowest reserved peak without OOM among the policies making at most `max_call_ratio`
+    times the device calls of the current setting, the first policy, pytorch for `all`),
     .to_pandas(), the --json document as .to_dict(), a table in Jupyter."""
+    _positive(max_call_ratio, "max_call_ratio")
     if isinstance(policies, str):
         raise TypeError("memreplay.compare: policies is a list of specs, e.g. ['pytorch', 'bfc']")
     t = load(trace)
     specs = [spec if spec == "all" else _policy(spec) for spec in (policies or [])]
     with _naming(t.path):
         out = _core.compare(_options(t, "pytorch", capacity, device, trace_device, lenient, keep_going,
-                                     time_operations), specs)
+                                     time_operations), specs, float(max_call_ratio))
     _warn(out["warnings"])
     return Comparison(out["result"])
 
 
 def fit(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] = None, *, resolution: Bytes = "1MiB",
-        grid: int = 32, device: str = "sim", trace_device: int = 0, lenient: bool = False) -> FitResult:
+        grid: int = _core.DEFAULT_FIT_GRID, device: str = "sim", trace_device: int = 0,
+        lenient: bool = False) -> FitResult:
     """The smallest per-process capacity the trace replays in without running out of memory
     (result.min_fit_bytes; fitting need not be monotonic: fits_above_bytes is where every tested
     capacity fits), found as `memreplay fit` finds it: `grid` capacities between the requested and
@@ -218,84 +229,103 @@ def bound(trace: TraceLike, *, trace_device: int = 0) -> BoundResult:
 
 def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] = None, *, fit: bool = True,
            allow_incomplete: bool = False, device: str = "sim", trace_device: int = 0,
-           lenient: bool = False) -> Advice:
+           lenient: bool = False, max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> Advice:
     """What to change, ranked, with the evidence of replays (`memreplay advise`): each AdviceItem has
     the setting to paste (item.setting, e.g. 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True') and
-    its numbers. `policy` is the setting the job runs with now; fit=False skips the capacity search."""
+    its numbers. `policy` is the setting the job runs with now; fit=False skips the capacity search;
+    no setting making more than `max_call_ratio` times the current one's device calls is advised."""
+    _positive(max_call_ratio, "max_call_ratio")
     t = load(trace)
     options = _options(t, policy, capacity, device, trace_device, lenient)
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "advice from part of a run would mislead (allow_incomplete=True to advise anyway)")
-        out = _core.advise(options, fit)
+        out = _core.advise(options, fit, float(max_call_ratio))
+    _warn(out["warnings"])
     return Advice(out["result"], out["text"])
 
 
-def check(traces: Union[TraceLike, Sequence[TraceLike]], policies: Union[str, Sequence[str]], *,
-          baseline: "Optional[str | os.PathLike[str]]" = None, update_baseline: bool = False,
+def check(traces: Union[TraceLike, Sequence[TraceLike], Mapping[str, TraceLike]], policies: Union[str, Sequence[str]],
+          *, baseline: "Optional[str | os.PathLike[str]]" = None, update_baseline: bool = False, accept: bool = False,
+          allow_new: bool = False, allow_shrink: bool = False, allow_empty: bool = False,
           tolerances: Optional[Mapping[str, Union[float, str]]] = None, max_reserved: Optional[Bytes] = None,
           max_overhead: Optional[float] = None, capacity: Optional[Bytes] = None, fit: bool = False,
           allow_incomplete: bool = False, device: str = "sim", trace_device: int = 0, lenient: bool = False,
-          junit: "Optional[str | os.PathLike[str]]" = None,
-          markdown: "Optional[str | os.PathLike[str]]" = None) -> CheckResult:
+          junit: "Optional[str | os.PathLike[str]]" = None, markdown: "Optional[str | os.PathLike[str]]" = None,
+          json: "Optional[str | os.PathLike[str]]" = None) -> CheckResult:
     """The CI gate (`memreplay check`): every trace × policy replayed and held against the baseline
     file (within `tolerances`, e.g. {"reserved_peak": "2%"}) and the plain limits (max_reserved,
-    max_overhead = reserved ÷ requested peak, capacity: an OOM under it fails). update_baseline
-    writes the baseline from these replays. Returns a CheckResult (true when every case passed, its
-    regressions one line each); junit and markdown write those reports too."""
-    items = [traces] if isinstance(traces, (str, os.PathLike, Mapping, Trace)) else list(traces)
-    loaded = [load(t) for t in items]
+    max_overhead = reserved ÷ requested peak, capacity: an OOM under it fails). `traces`: one trace,
+    a list (each keyed in the baseline by its name), or {name: trace}. update_baseline writes the
+    baseline from these replays (refused for a change beyond a tolerance unless accept); allow_new,
+    allow_shrink, allow_empty pass a case the baseline lacks, a requested peak or event count that
+    fell, a trace that requested nothing. Returns a CheckResult, true when it passed, its
+    regressions one line each; junit, markdown and json are written as the CLI writes them."""
+    if isinstance(traces, Mapping) and not _is_snapshot(traces):
+        named = [(name, load(t)) for name, t in traces.items()]
+    else:
+        items = [traces] if isinstance(traces, (str, os.PathLike, Mapping, Trace)) else list(traces)
+        named = [(None, load(t)) for t in items]
     request = _core.CheckRequest()
-    request.traces = [t.path for t in loaded]
-    request.policies = [_policy(p) for p in ([policies] if isinstance(policies, str) else policies)]
+    inputs = []
+    for name, t in named:
+        entry = _core.TraceInput()
+        entry.path = t.path
+        entry.name = name or t.name
+        inputs.append(entry)
+    request.traces = inputs
+    request.policies = [p if p == "all" else _policy(p) for p in ([policies] if isinstance(policies, str) else policies)]
     request.baseline = os.fspath(baseline) if baseline is not None else ""
     request.update_baseline = update_baseline
-    request.tolerances = _core.parse_tolerances([f"{k}={v}" for k, v in (tolerances or {}).items()])
-    limits = _core.Limits()
-    limits.max_reserved = None if max_reserved is None else parse_bytes(max_reserved, "max_reserved")
-    limits.max_overhead = max_overhead
-    request.limits = limits
+    request.tolerances = dict(_core.parse_tolerance(f"{k}={v}") for k, v in (tolerances or {}).items())
+    request.max_reserved = None if max_reserved is None else parse_bytes(max_reserved, "max_reserved")
+    request.max_overhead = max_overhead
     request.capacity = None if capacity is None else parse_bytes(capacity)
+    allow = _core.Allowances()
+    allow.allow_new, allow.allow_shrink, allow.allow_empty, allow.accept = allow_new, allow_shrink, allow_empty, accept
+    request.allow = allow
+    outputs = _core.CheckOutputs()
+    outputs.junit, outputs.markdown, outputs.json = (os.fspath(p) if p is not None else "" for p in (junit, markdown, json))
+    request.outputs = outputs
     request.fit = fit
     request.allow_incomplete = allow_incomplete
     request.device = device
     request.trace_device = trace_device
     request.lenient = lenient
     out = _core.check(request)
-    for path, text in ((junit, out["junit"]), (markdown, out["markdown"])):
-        if path is not None:
-            _write(path, text.encode())
-    return CheckResult(out["result"], out["junit"], out["markdown"], out["failures"])
+    _warn(out["warnings"])
+    return CheckResult(out["result"], out["junit"], out["markdown"], out["failures"], out["passed"], out["regressions"])
+
+
+def _is_snapshot(mapping: Mapping[str, Any]) -> bool:
+    return "device_traces" in mapping or "segments" in mapping
 
 
 def _write(path: "str | os.PathLike[str]", data: bytes) -> str:
-    """Writes through PATH.tmp and a rename, so that a failure leaves no partial file."""
+    """Writes as the CLI writes every file (base/output_file.h): whole or not at all, through a
+    unique temporary beside the target; a symlink followed, a device or FIFO written as such."""
     path = os.fspath(path)
-    temporary = path + ".tmp"
-    try:
-        with open(temporary, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    _core.write_output_file(path, data)
     return path
 
 
 def report(trace: TraceLike, path: "str | os.PathLike[str]", policies: Optional[Sequence[str]] = None, *,
            capacity: Optional[Bytes] = None, allow_incomplete: bool = False, device: str = "sim",
-           trace_device: int = 0, lenient: bool = False) -> str:
+           trace_device: int = 0, lenient: bool = False,
+           max_call_ratio: float = _core.DEFAULT_MAX_CALL_RATIO) -> str:
     """Writes the self-contained HTML report of `memreplay report` to `path` (the advice, the memory
     timeline per policy, the segments at each reserved peak and the stacks live then); the first of
-    `policies` is the current setting (default: pytorch and pytorch:expandable_segments:True).
-    Returns the path."""
+    `policies` is the current setting (default: pytorch and pytorch:expandable_segments:True), whose
+    device calls the star's `max_call_ratio` multiplies. Returns the path."""
+    _positive(max_call_ratio, "max_call_ratio")
     t = load(trace)
     options = _options(t, "pytorch", capacity, device, trace_device, lenient)
     specs = [_policy(p) for p in (policies or [])]
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "no report written (allow_incomplete=True to draw what it holds)")
-        out = _core.report(options, specs)
+        out = _core.report(options, specs, float(max_call_ratio))
+    _warn(out["warnings"])
     return _write(path, out["html"].encode())
 
 

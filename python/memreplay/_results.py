@@ -126,9 +126,14 @@ class Comparison(Sequence[ReplayResult]):
 
     @property
     def best(self) -> Optional[ReplayResult]:
-        """The lowest reserved peak among replays that did not run out of memory (None if all did)."""
-        fitting = [r for r in self._results if not r.oom]
-        return min(fitting, key=lambda r: r["reserved_peak"]) if fitting else None
+        """The starred replay, the document's "recommended": the lowest reserved peak without OOM among
+        the policies within the call rule (call_rule: at most max_call_ratio times the current
+        setting's device calls). None when none qualifies, or for a single replay."""
+        recommended = self._data.get("recommended")
+        for r in self._results:
+            if recommended is not None and r["policy"] == recommended and r["standing"] == "qualifies":
+                return r
+        return None
 
     def rows(self) -> List[Dict[str, Any]]:
         """One dict of scalar fields per policy (what to_pandas() tabulates)."""
@@ -242,25 +247,29 @@ class Advice(Sequence[AdviceItem]):
 
 
 class CheckResult(Document):
-    """`memreplay check --json` (cases with their findings, tolerances), with regressions (one line
-    each), failures, passed, and the JUnit and Markdown views. True when every case passed."""
+    """`memreplay check --json` (every case with its status and findings, the tolerances, the
+    baseline update) as to_dict(), with regressions (what the CLI prints for each failure, one line
+    each), failures, passed, and the JUnit and Markdown views. True when it passed."""
 
-    def __init__(self, data: Dict[str, Any], junit: str, markdown: str, failures: int):
+    def __init__(self, data: Dict[str, Any], junit: str, markdown: str, failures: int, passed: bool,
+                 regressions: List[str]):
         super().__init__(data)
         self.junit = junit
         self.markdown = markdown
         self.failures = failures
+        self.regressions = regressions
+        self._passed = passed
 
     @property
     def passed(self) -> bool:
-        """Whether every trace × policy case is within its limits."""
-        return self.failures == 0
+        """No case failed and no baseline update was refused (the CLI's exit status 0)."""
+        return self._passed
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __repr__(self) -> str:
-        return f"CheckResult(passed={self.passed}, failures={self.failures}, regressions={self._data['regressions']!r})"
+        return f"CheckResult(passed={self.passed}, failures={self.failures}, regressions={self.regressions!r})"
 
     def _repr_markdown_(self) -> str:
         return self.markdown
@@ -299,10 +308,13 @@ class Trace(os.PathLike):
         return self._info
 
     def save(self, path: "str | os.PathLike[str]") -> str:
-        """Copies the trace to `path` (a .mrt file that outlives this object); returns the path."""
-        import shutil
+        """Copies the trace to `path` (a .mrt file that outlives this object), written as the CLI
+        writes every file: whole or not at all. Returns the path."""
+        from . import _core
 
-        return str(shutil.copyfile(self.path, path))
+        path = os.fspath(path)
+        _core.copy_to_output_file(self.path, path)
+        return path
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, path={self.path!r})"

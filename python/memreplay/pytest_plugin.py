@@ -113,7 +113,7 @@ def _tolerances(config: pytest.Config) -> Dict[str, float]:
     from . import _core
 
     tolerances = {m: t for m, t in _core.default_tolerances().items() if m in ("reserved_peak", "device_calls")}
-    given = _core.parse_tolerances(config.getoption("--memreplay-tolerance"))
+    given = dict(_core.parse_tolerance(spec) for spec in config.getoption("--memreplay-tolerance"))
     for metric, value in given.items():
         if metric not in tolerances:
             raise pytest.UsageError(f"--memreplay-tolerance {metric}: only reserved_peak and device_calls are kept")

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "policies/plugin/plugin_loader.h"
@@ -12,9 +13,12 @@
 #include "replayer/bound/offline_bound.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
+#include "results/byte_count.h"
 #include "results/compare.h"
 #include "results/fit_result.h"
-#include "results/units.h"
+#include "results/fit_scan.h"
+#include "results/policy_list.h"
+#include "results/recommendation.h"
 
 namespace memreplay::python {
 namespace {
@@ -27,10 +31,15 @@ py::dict with_warnings(const nlohmann::json& document, const std::vector<std::st
   return out;
 }
 
+// Each warning once, as the CLI says them once per command.
+void add_once(std::vector<std::string>& warnings, std::string warning) {
+  if (std::find(warnings.begin(), warnings.end(), warning) == warnings.end()) warnings.push_back(std::move(warning));
+}
+
 std::vector<std::string> warnings_of(const ReplayOptions& options, const ReplayMetrics& m, bool after) {
   std::vector<std::string> warnings = replay_warnings_before(options);
   if (after)
-    if (const auto warning = replay_warning_after(options, m)) warnings.push_back(*warning);
+    for (auto& warning : replay_warnings_after(options, m)) warnings.push_back(std::move(warning));
   if (const auto warning = incomplete_warning(options.trace_path, m)) warnings.push_back(*warning);
   return warnings;
 }
@@ -51,21 +60,29 @@ py::dict replay(const ReplayOptions& options) {
   return with_warnings(to_json(m), warnings_of(options, m, true));
 }
 
-py::dict compare(const ReplayOptions& base, const std::vector<std::string>& policies) {
-  const std::vector<std::string> specs = results::expand_policy_specs(policies);
+// As `memreplay compare`: each spec replayed, then the star (compare_recommendation) over them.
+py::dict compare(const ReplayOptions& base, const std::vector<std::string>& policies, double max_call_ratio) {
+  const std::vector<std::string> specs = results::compare_policy_specs(policies);
   for (const auto& spec : specs) check_policy_spec(spec);
   std::vector<ReplayMetrics> rows;
   std::vector<std::string> warnings;
+  nlohmann::json document;
   {
     py::gil_scoped_release release;
     for (const auto& spec : specs) {
       ReplayOptions one = base;
       one.policy_spec = spec;
+      for (auto& w : replay_warnings_before(one)) add_once(warnings, std::move(w));
       rows.push_back(run_replay(one));
-      for (auto& w : warnings_of(one, rows.back(), rows.size() == 1)) warnings.push_back(std::move(w));
+      if (rows.size() == 1)
+        for (auto& w : replay_warnings_after(one, rows.back())) warnings.push_back(std::move(w));
     }
+    if (auto w = incomplete_warning(base.trace_path, rows.front())) warnings.push_back(std::move(*w));
+    const results::Recommendation recommendation =
+        results::compare_recommendation(base, policies, specs, rows, max_call_ratio);
+    document = results::compare_json(base, specs, rows, recommendation);
   }
-  return with_warnings(results::compare_json(base, rows), warnings);
+  return with_warnings(document, warnings);
 }
 
 // With a capacity: whether it fits there (and the first failing allocation); without one, the
@@ -82,8 +99,9 @@ py::dict fit(const ReplayOptions& options, uint64_t resolution_bytes, int grid) 
       incomplete = incomplete_warning(options.trace_path, m);
       document = results::fit_json({results::fit_at_capacity_json(options, m)});
     } else {
-      const results::FitScan scan = results::scan_min_capacity(options, resolution_bytes, grid);
+      const results::FitScan scan = results::scan_min_capacity(options, {resolution_bytes, grid});
       incomplete = incomplete_warning(options.trace_path, scan.uncapped);
+      if (!incomplete) incomplete = skipped_warning(options.trace_path, scan.uncapped);  // one of them, as the CLI
       document = results::fit_json({results::fit_scan_json(options, scan)});
     }
     if (incomplete) warnings.push_back(*incomplete);
@@ -102,6 +120,7 @@ bool fits(const ReplayOptions& options) {
 }
 
 py::object bound(const std::string& trace, uint32_t trace_device) {
+  // (without a MiniMalloc CSV: "minimalloc" is null, as in `memreplay bound --json` without --minimalloc)
   nlohmann::json document;
   {
     py::gil_scoped_release release;
@@ -110,17 +129,8 @@ py::object bound(const std::string& trace, uint32_t trace_device) {
   return to_python(document);
 }
 
-py::list policies() {
-  py::list out;
-  for (const PolicyInfo& info : PolicyRegistry::instance().policies()) {
-    py::dict entry;
-    entry["name"] = info.name;
-    entry["description"] = info.description;
-    entry["options"] = info.options_help;
-    out.append(entry);
-  }
-  return out;
-}
+// The policies of `memreplay policies --json`, entry for entry.
+py::object policies() { return to_python(results::policy_list_json()["policies"]); }
 
 // (bytes, warning or None)
 py::tuple parse_bytes(const std::string& text, const std::string& option) {
@@ -145,13 +155,16 @@ void bind_replays(py::module_& m) {
       .def_readwrite("time_operations", &ReplayOptions::time_operations)
       .def_readwrite("from_empty_pool", &ReplayOptions::from_empty_pool);
   m.def("replay", &replay, py::arg("options"), "{'result': what `memreplay replay --json` writes, 'warnings': [...]}.");
-  m.def("compare", &compare, py::arg("options"), py::arg("policies"),
+  m.def("compare", &compare, py::arg("options"), py::arg("policies"), py::arg("max_call_ratio"),
         "{'result': what `memreplay compare --json` writes, 'warnings': [...]}.");
   m.def("fit", &fit, py::arg("options"), py::arg("resolution_bytes"), py::arg("grid"),
         "{'result': what `memreplay fit --json` writes for one policy, 'warnings': [...]}.");
+  m.attr("DEFAULT_FIT_GRID") = results::FitSearch{}.grid_points;
+  m.attr("DEFAULT_MAX_CALL_RATIO") = results::kDefaultMaxCallRatio;
   m.def("fits", &fits, py::arg("options"), "Whether the trace replays without OOM under options.capacity.");
   m.def("bound", &bound, py::arg("trace"), py::arg("trace_device"), "What `memreplay bound --json` writes.");
-  m.def("policies", &policies, "Every registered policy: name, description, options.");
+  m.def("policies", &policies,
+        "Every registered policy: name, description, options, reserves_up_front, models_torch_version.");
   m.def("check_policy_spec", &check_policy_spec, py::arg("spec"), "Raises ValueError for a spec the registry refuses.");
   m.def(
       "load_plugin", [](const std::string& path) { return load_policy_plugin(path); }, py::arg("path"),

@@ -16,6 +16,9 @@ std::string_view input_format_name(InputFormat format) {
 }
 
 namespace {
+// An RMM log's header line is under 100 bytes; a line this long is not one.
+constexpr size_t kMaxHeaderLineBytes = 64 << 10;
+
 // Protocols 2-5 open with PROTO (0x80) and the version; every snapshot PyTorch writes does.
 bool opens_a_pickle(std::string_view content) {
   return content.size() >= 2 && static_cast<uint8_t>(content[0]) == 0x80 && content[1] >= 2 && content[1] <= 5;
@@ -24,7 +27,10 @@ bool opens_a_pickle(std::string_view content) {
 
 InputFormat detect_content_format(std::string_view content, const std::string& file) {
   if (opens_a_pickle(content)) return InputFormat::pytorch_snapshot;
-  if (is_rmm_log_header(content.substr(0, content.find('\n')))) return InputFormat::rmm_log;
+  // The header line is looked for in the first bytes only: a large file without a newline (a
+  // sparse 1 GB one) is not read whole to find out it is none of ours.
+  const std::string_view head = content.substr(0, kMaxHeaderLineBytes);
+  if (is_rmm_log_header(head.substr(0, head.find('\n')))) return InputFormat::rmm_log;
   if (content.empty()) throw InputError::at_byte(file, 0, "the file is empty");
   throw InputError::at_byte(file, 0,
                             "unknown input format: neither a PyTorch memory snapshot (pickle, "

@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 
 #include <absl/container/flat_hash_map.h>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "replayer/bound/occupancy_tree.h"
@@ -164,27 +164,18 @@ OfflineBound compute_bound(const std::vector<Lifetime>& blocks) {
 }
 
 void write_minimalloc_csv(const std::vector<Lifetime>& blocks, const std::string& path) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << "id,lower,upper,size\n";
-    for (const Lifetime& b : blocks) out << b.id << ',' << b.lower << ',' << b.upper << ',' << b.size << '\n';
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw InputError(path + ": cannot write the MiniMalloc CSV");
-    }
+  OutputFile out(path);
+  std::string csv = "id,lower,upper,size\n";
+  for (const Lifetime& b : blocks) {
+    csv += std::to_string(b.id) + ',' + std::to_string(b.lower) + ',' + std::to_string(b.upper) + ',' +
+           std::to_string(b.size) + '\n';
+    if (csv.size() >= (1 << 20)) out.write(csv), csv.clear();  // a few MiB at a time, however many blocks
   }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw InputError(path + ": cannot write the MiniMalloc CSV");
-  }
+  out.write(csv);
+  out.commit();
 }
 
-nlohmann::json to_json(const OfflineBound& b, const std::string& trace) {
+nlohmann::json to_json(const OfflineBound& b, const std::string& trace, const std::string& minimalloc) {
   return {{"trace", trace},
           {"blocks", b.blocks},
           {"events", b.events},
@@ -192,7 +183,9 @@ nlohmann::json to_json(const OfflineBound& b, const std::string& trace) {
           {"rounded_peak", b.rounded_peak},
           {"greedy_requested", b.greedy_requested},
           {"greedy_rounded", b.greedy_rounded},
-          {"seconds", b.seconds}};
+          {"seconds", b.seconds},
+          {"minimalloc",
+           minimalloc.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"path", minimalloc}, {"blocks", b.blocks}}}};
 }
 
 }  // namespace memreplay

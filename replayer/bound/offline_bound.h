@@ -52,8 +52,9 @@ struct OfflineBound {
   double seconds = 0;  // time to compute the placements
 };
 OfflineBound compute_bound(const std::vector<Lifetime>& blocks);
-// What `memreplay bound --json` writes (and memreplay.bound returns) for the bound of `trace`.
-nlohmann::json to_json(const OfflineBound& bound, const std::string& trace);
+// What `memreplay bound --json` writes (and memreplay.bound returns) for the bound of `trace`;
+// `minimalloc`, where not empty, is the CSV its lifetimes were written to (else "minimalloc": null).
+nlohmann::json to_json(const OfflineBound& bound, const std::string& trace, const std::string& minimalloc = {});
 
 // MiniMalloc's input CSV: "id,lower,upper,size" and one row per block. Written through a temporary
 // file renamed into place, so a failed write leaves nothing behind; InputError when it fails.

@@ -1,7 +1,6 @@
 #include "replayer/cuda/cuda_device.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include "proto/input_error.h"
@@ -14,24 +13,6 @@ namespace {
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
-// Adds the wall time of its scope to a counter: wraps each driver call (not our bookkeeping).
-class CallTimer {
- public:
-  explicit CallTimer(uint64_t& total_ns) : total_ns_(total_ns), start_(std::chrono::steady_clock::now()) {}
-  ~CallTimer() {
-    total_ns_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
-  }
-  CallTimer(const CallTimer&) = delete;
-  CallTimer& operator=(const CallTimer&) = delete;
-
- private:
-  uint64_t& total_ns_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-// A timed allocating device call (`call` returns false when the device is out of memory); a failed
-// one is counted.
 // The handle `handles` keeps for `key`, made by `create` on first use; a creation that throws
 // leaves no entry behind.
 template <class Map, class Create>
@@ -46,17 +27,6 @@ typename Map::mapped_type created_once(Map& handles, const typename Map::key_typ
     }
   }
   return it->second;
-}
-
-template <class Call>
-bool timed_allocation(DeviceCounters& counters, Call call) {
-  bool ok = false;
-  {
-    CallTimer timer(counters.device_call_ns);
-    ok = call();
-  }
-  if (!ok) ++counters.failed_calls;
-  return ok;
 }
 
 void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
@@ -89,13 +59,14 @@ std::optional<std::string> CudaDevice::unavailable_reason(int index) {
   return std::nullopt;
 }
 
-CudaDevice::CudaDevice(Options options) : options_(options), driver_(DriverApi::get()) {
+CudaDevice::CudaDevice(Options options) : Device(0, options.capacity), options_(options), driver_(DriverApi::get()) {
+  time_driver_calls();
   CUDA_TRY(cudaSetDevice(options_.index));
   CUDA_TRY(cudaFree(nullptr));  // create the context now, not inside the first timed call
   cudaDeviceProp properties{};
   CUDA_TRY(cudaGetDeviceProperties(&properties, options_.index));
   name_ = properties.name;
-  total_memory_ = properties.totalGlobalMem;
+  set_memory(properties.totalGlobalMem, options_.capacity);
   page_prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   page_prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   page_prop_.location.id = options_.index;
@@ -108,70 +79,39 @@ CudaDevice::CudaDevice(Options options) : options_(options), driver_(DriverApi::
 
 CudaDevice::~CudaDevice() { release_everything(); }
 
-uint64_t CudaDevice::limit() const {
-  return options_.capacity ? std::min(*options_.capacity, total_memory_) : total_memory_;
-}
-
-std::optional<uint64_t> CudaDevice::malloc(uint64_t bytes) {
-  if (bytes == 0 || !has_room_for(bytes)) {
-    ++counters_.failed_calls;
-    return std::nullopt;
-  }
+std::optional<uint64_t> CudaDevice::do_malloc(uint64_t bytes) {
   void* pointer = nullptr;
-  if (!timed_allocation(counters_, [&] { return CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes)); })) return std::nullopt;
+  if (!CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes))) return std::nullopt;
   const uint64_t address = as_address(pointer);
   malloced_.emplace(address, bytes);
-  ++counters_.malloc_calls;
-  counters_.add_reserved(bytes);
   return address;
 }
 
-bool CudaDevice::free(uint64_t address) {
+std::optional<uint64_t> CudaDevice::do_free(uint64_t address) {
   const auto it = malloced_.find(address);
-  if (it == malloced_.end()) return false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaFree(as_pointer(address)));
-  }
-  counters_.remove_reserved(it->second);
+  if (it == malloced_.end()) return std::nullopt;
+  CUDA_TRY(cudaFree(as_pointer(address)));
+  const uint64_t bytes = it->second;
   malloced_.erase(it);
-  ++counters_.free_calls;
-  return true;
+  return bytes;
 }
 
-std::optional<uint64_t> CudaDevice::reserve_address(uint64_t bytes) {
+std::optional<uint64_t> CudaDevice::do_reserve_address(uint64_t bytes) {
   const uint64_t size = round_up(bytes, granularity_);
   CUdeviceptr address = 0;
-  bool ok = false;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    ok = CU_TRY_ALLOC(driver_.cuMemAddressReserve(&address, size, 0, 0, 0));
-  }
-  if (!ok) return std::nullopt;  // out of address space
+  if (!CU_TRY_ALLOC(driver_.cuMemAddressReserve(&address, size, 0, 0, 0))) return std::nullopt;  // out of VA
   reservations_.emplace(address, size);
-  ++counters_.reserve_calls;
   return address;
 }
 
-void CudaDevice::release_address(uint64_t address, uint64_t) {
+void CudaDevice::do_release_address(uint64_t address, uint64_t) {
   const auto it = reservations_.find(address);
   if (it == reservations_.end()) throw std::logic_error("CudaDevice::release_address of an address it never reserved");
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CU_TRY(driver_.cuMemAddressFree(address, it->second));
-  }
+  CU_TRY(driver_.cuMemAddressFree(address, it->second));
   reservations_.erase(it);
-  ++counters_.release_calls;
 }
 
-bool CudaDevice::map(uint64_t address, uint64_t bytes) {
-  if (address % granularity_ != 0 || bytes % granularity_ != 0 || bytes == 0)
-    throw std::logic_error("CudaDevice::map of a range that is not whole pages");
-  if (!has_room_for(bytes)) {
-    ++counters_.failed_calls;
-    return false;
-  }
-  CallTimer timer(counters_.device_call_ns);
+bool CudaDevice::do_map(uint64_t address, uint64_t bytes) {
   // One physical allocation per page, so that unmap can give back any whole pages later.
   for (uint64_t page = address; page < address + bytes; page += granularity_) {
     CUmemGenericAllocationHandle handle{};
@@ -185,7 +125,6 @@ bool CudaDevice::map(uint64_t address, uint64_t bytes) {
         unmap_page(done, pages_.at(done));
         pages_.erase(done);
       }
-      ++counters_.failed_calls;
       return false;
     }
     pages_.emplace(page, handle);
@@ -195,21 +134,16 @@ bool CudaDevice::map(uint64_t address, uint64_t bytes) {
   access.location.id = options_.index;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CU_TRY(driver_.cuMemSetAccess(address, bytes, &access, 1));
-  ++counters_.map_calls;
-  counters_.add_reserved(bytes);
   return true;
 }
 
-void CudaDevice::unmap(uint64_t address, uint64_t bytes) {
-  CallTimer timer(counters_.device_call_ns);
+void CudaDevice::do_unmap(uint64_t address, uint64_t bytes) {
   for (uint64_t page = address; page < address + bytes; page += granularity_) {
     const auto it = pages_.find(page);
     if (it == pages_.end()) throw std::logic_error("CudaDevice::unmap of a page that is not mapped");
     unmap_page(page, it->second);
     pages_.erase(it);
   }
-  counters_.remove_reserved(bytes);
-  ++counters_.unmap_calls;
 }
 
 void CudaDevice::unmap_page(uint64_t address, CUmemGenericAllocationHandle handle) {
@@ -217,15 +151,11 @@ void CudaDevice::unmap_page(uint64_t address, CUmemGenericAllocationHandle handl
   CU_TRY(driver_.cuMemRelease(handle));
 }
 
-uint64_t CudaDevice::free_memory() const {
+uint64_t CudaDevice::do_free_memory() const {
   size_t free_bytes = 0;
   size_t total_bytes = 0;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  }
-  const uint64_t room = limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0;
-  return std::min<uint64_t>(free_bytes, room);
+  CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> CudaDevice::backed_ranges() const {
@@ -243,7 +173,7 @@ std::vector<std::pair<uint64_t, uint64_t>> CudaDevice::backed_ranges() const {
   return ranges;
 }
 
-bool CudaDevice::configure_pool(const PoolConfig& config) {
+bool CudaDevice::do_configure_pool(const PoolConfig& config) {
   int supported = 0;
   CUDA_TRY(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, options_.index));
   if (supported == 0) return false;
@@ -255,7 +185,8 @@ bool CudaDevice::configure_pool(const PoolConfig& config) {
     props.location.id = options_.index;
     // Under a cap the pool may hold at most the room left, in whole pages (0 would mean "no limit").
     if (options_.capacity) {
-      const uint64_t room = limit() > counters_.reserved_bytes ? limit() - counters_.reserved_bytes : 0;
+      const uint64_t reserved = counters().reserved_bytes;
+      const uint64_t room = limit() > reserved ? limit() - reserved : 0;
       props.maxSize = std::max(granularity_, room / granularity_ * granularity_);
     }
     CUDA_TRY(cudaMemPoolCreate(&pool_, &props));
@@ -271,81 +202,53 @@ bool CudaDevice::configure_pool(const PoolConfig& config) {
   return true;
 }
 
-std::optional<uint64_t> CudaDevice::pool_malloc_async(uint64_t bytes, StreamId stream) {
+std::optional<uint64_t> CudaDevice::do_pool_malloc_async(uint64_t bytes, StreamId stream, uint64_t growth_room) {
   if (pool_ == nullptr) throw std::logic_error("CudaDevice::pool_malloc_async before configure_pool");
-  // The pool holds at least what is in use: past the room left it could only fail.
-  const uint64_t others = counters_.reserved_bytes - counters_.pool_reserved_bytes;
-  const uint64_t room = limit() > others ? limit() - others : 0;
-  if (counters_.pool_used_bytes + bytes > room) {
-    ++counters_.failed_calls;
+  const cudaStream_t real_stream = stream_for(stream);
+  const uint64_t reserved_before = do_pool_reserved_bytes();
+  void* pointer = nullptr;
+  if (!CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream))) return std::nullopt;
+  // The driver grows the pool in steps of its own, which can exceed the room the capacity leaves
+  // (memory outside the pool counts too): such an allocation is given back, as out of memory.
+  if (const uint64_t after = do_pool_reserved_bytes();
+      after > reserved_before && after - reserved_before > growth_room) {
+    CUDA_TRY(cudaFreeAsync(pointer, real_stream));
+    do_synchronize();
+    CUDA_TRY(cudaMemPoolTrimTo(pool_, reserved_before));
     return std::nullopt;
   }
-  const cudaStream_t real_stream = stream_for(stream);
-  void* pointer = nullptr;
-  if (!timed_allocation(counters_,
-                        [&] { return CUDA_TRY_ALLOC(cudaMallocFromPoolAsync(&pointer, bytes, pool_, real_stream)); }))
-    return std::nullopt;
   const uint64_t address = as_address(pointer);
   pool_live_.emplace(address, PoolAllocation{bytes, stream});
-  ++counters_.pool_malloc_calls;
-  counters_.pool_used_bytes += bytes;
-  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
-  refresh_pool_reserved();
   return address;
 }
 
-bool CudaDevice::pool_free_async(uint64_t address) {
+std::optional<uint64_t> CudaDevice::do_pool_free_async(uint64_t address) {
   const auto it = pool_live_.find(address);
-  if (it == pool_live_.end()) return false;
+  if (it == pool_live_.end()) return std::nullopt;
   const cudaStream_t real_stream = stream_for(it->second.stream);
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaFreeAsync(as_pointer(address), real_stream));
-  }
-  counters_.pool_used_bytes -= it->second.bytes;
+  CUDA_TRY(cudaFreeAsync(as_pointer(address), real_stream));
+  const uint64_t bytes = it->second.bytes;
   pool_live_.erase(it);
-  ++counters_.pool_free_calls;
-  return true;
+  return bytes;
 }
 
-void CudaDevice::pool_trim(uint64_t keep_bytes) {
+void CudaDevice::do_pool_trim(uint64_t keep_bytes) {
   if (pool_ == nullptr) return;
-  synchronize();
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaMemPoolTrimTo(pool_, keep_bytes));
-  }
-  ++counters_.pool_trim_calls;
-  refresh_pool_reserved();
+  do_synchronize();
+  CUDA_TRY(cudaMemPoolTrimTo(pool_, keep_bytes));
 }
 
-void CudaDevice::synchronize() {
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaDeviceSynchronize());
-  }
-  if (pool_ != nullptr) refresh_pool_reserved();  // the pool may release above its threshold
-}
+void CudaDevice::do_synchronize() { CUDA_TRY(cudaDeviceSynchronize()); }
 
-void CudaDevice::refresh_pool_reserved() {
+uint64_t CudaDevice::do_pool_reserved_bytes() const {
+  if (pool_ == nullptr) return 0;
   cuuint64_t reserved = 0;
-  {
-    CallTimer timer(counters_.device_call_ns);
-    CUDA_TRY(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved));
-  }
-  if (reserved > counters_.pool_reserved_bytes) {
-    ++counters_.pool_grow_calls;
-    counters_.add_reserved(reserved - counters_.pool_reserved_bytes);
-  } else {
-    counters_.remove_reserved(counters_.pool_reserved_bytes - reserved);
-  }
-  counters_.pool_reserved_bytes = reserved;
-  counters_.pool_reserved_peak = std::max<uint64_t>(counters_.pool_reserved_peak, reserved);
+  CUDA_TRY(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  return reserved;
 }
 
-void CudaDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+void CudaDevice::do_stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
   const cudaStream_t real_stream = stream_for(stream);
-  CallTimer timer(counters_.device_call_ns);
   if (is_wait) {
     const auto it = events_.find(event_id);
     if (it != events_.end()) CUDA_TRY(cudaStreamWaitEvent(real_stream, it->second, 0));

@@ -8,13 +8,13 @@
 //                             cudaMemPoolTrimTo; ReservedMemCurrent read after every growth point
 //   streams                -> one real stream per trace stream (stream_for); trace stream 0 is the
 //                             legacy default stream, the others non-blocking streams, as PyTorch's.
-// Capacity: a per-process cap enforced as SimDevice does: a malloc/map whose bytes would take
-// reserved memory over it fails without calling the driver; the pool gets the room left as its
-// maxSize. Out of memory from the driver is the same result (nullopt/false, error state cleared).
-// Every other CUDA error throws CudaError (cuda_try.h). Time inside driver calls accumulates in
-// counters().device_call_ns. The destructor gives back whatever is still held, so a replay
-// leaves the GPU's free memory as it found it.
-// Not thread-safe: one replay drives one device (the current CUDA device is set once).
+// Capacity: the Device base's (policies/device.h), as on SimDevice: a malloc/map/pool growth whose
+// bytes would take reserved memory over it fails without calling the driver; the pool also gets
+// the room left as its maxSize. Out of memory from the driver is the same result (nullopt/false,
+// error state cleared). Every other CUDA error throws CudaError (cuda_try.h). The base counts
+// every call and times the hooks, the driver calls, into counters().device_call_ns. The destructor gives back whatever
+// is still held, so a replay leaves the GPU's free memory as it found it. Not thread-safe: one replay drives one device
+// (the current CUDA device is set once).
 #pragma once
 
 #include <cuda.h>
@@ -50,26 +50,8 @@ class CudaDevice final : public Device {
   // management), as one line for the user; nullopt when it can.
   static std::optional<std::string> unavailable_reason(int index);
 
-  std::optional<uint64_t> malloc(uint64_t bytes) override;
-  bool free(uint64_t address) override;
-  std::optional<uint64_t> reserve_address(uint64_t bytes) override;
-  void release_address(uint64_t address, uint64_t bytes) override;
-  bool map(uint64_t address, uint64_t bytes) override;
-  void unmap(uint64_t address, uint64_t bytes) override;
-
   uint64_t granularity() const override { return granularity_; }
-  uint64_t total_memory() const override { return total_memory_; }
-  std::optional<uint64_t> capacity() const override { return options_.capacity; }
-  uint64_t free_memory() const override;
-  const DeviceCounters& counters() const override { return counters_; }
   std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const override;
-
-  bool configure_pool(const PoolConfig& config) override;
-  std::optional<uint64_t> pool_malloc_async(uint64_t bytes, StreamId stream) override;
-  bool pool_free_async(uint64_t address) override;
-  void pool_trim(uint64_t keep_bytes) override;
-  void synchronize() override;
-  void stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
 
   // The real stream that stands for trace stream `stream` (created on first use).
   cudaStream_t stream_for(StreamId stream);
@@ -87,20 +69,28 @@ class CudaDevice final : public Device {
   int index() const { return options_.index; }
 
  private:
-  uint64_t limit() const;  // capacity, or the whole device
-  bool has_room_for(uint64_t bytes) const { return counters_.reserved_bytes + bytes <= limit(); }
-  void refresh_pool_reserved();  // reads ReservedMemCurrent into the counters
+  std::optional<uint64_t> do_malloc(uint64_t bytes) override;
+  std::optional<uint64_t> do_free(uint64_t address) override;
+  std::optional<uint64_t> do_reserve_address(uint64_t bytes) override;
+  void do_release_address(uint64_t address, uint64_t bytes) override;
+  bool do_map(uint64_t address, uint64_t bytes) override;
+  void do_unmap(uint64_t address, uint64_t bytes) override;
+  uint64_t do_free_memory() const override;
+  bool do_configure_pool(const PoolConfig& config) override;
+  std::optional<uint64_t> do_pool_malloc_async(uint64_t bytes, StreamId stream, uint64_t growth_room) override;
+  std::optional<uint64_t> do_pool_free_async(uint64_t address) override;
+  void do_pool_trim(uint64_t keep_bytes) override;
+  void do_synchronize() override;
+  void do_stream_event(StreamId stream, uint64_t event_id, bool is_wait) override;
+  uint64_t do_pool_reserved_bytes() const override;  // ReservedMemCurrent
   void unmap_page(uint64_t address, CUmemGenericAllocationHandle handle);
   void release_everything() noexcept;
 
   Options options_;
   const DriverApi& driver_;
   std::string name_;
-  uint64_t total_memory_ = 0;
   uint64_t granularity_ = 0;
   CUmemAllocationProp page_prop_{};  // what cuMemCreate allocates: pinned pages on this device
-  // Time spent in const driver calls (free_memory) too, hence mutable.
-  mutable DeviceCounters counters_;
 
   std::unordered_map<uint64_t, uint64_t> malloced_;  // cudaMalloc'd address -> bytes
   std::unordered_map<uint64_t, uint64_t> reservations_;  // reserved address -> bytes

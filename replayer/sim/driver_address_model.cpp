@@ -4,10 +4,10 @@
 #include <iterator>
 #include <utility>
 
+#include "base/units.h"
+
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * unit; }
 
@@ -53,20 +53,6 @@ uint64_t add_range(Ranges& ranges, uint64_t start, uint64_t end) {
   return end - start;
 }
 
-// The same for the VA's free ranges, a B-tree (start -> end): one per gap between chunks.
-void add_va_range(absl::btree_map<uint64_t, uint64_t>& ranges, uint64_t start, uint64_t end) {
-  auto next = ranges.lower_bound(start);
-  if (next != ranges.end() && next->first == end) {
-    end = next->second;
-    next = ranges.erase(next);
-  }
-  if (next != ranges.begin() && std::prev(next)->second == start) {
-    std::prev(next)->second = end;
-    return;
-  }
-  ranges.emplace_hint(next, start, end);
-}
-
 }  // namespace
 
 // The driver's own chunks lie in the 512 MiB above the heap's top.
@@ -77,7 +63,7 @@ DriverAddressModel::DriverAddressModel(uint64_t top, uint64_t va_bytes)
     : window_base_(top - round_up(va_bytes, kPage)),
       window_pages_((round_up(va_bytes, kPage) + kDriverRegionBytes) / kPage),
       live_pages_((window_pages_ + kLeafPages - 1) / kLeafPages) {
-  va_free_[top - va_bytes] = top;
+  va_free_.insert(top - va_bytes, top);
   // Oldest first: the driver made them top-down too.
   for (const auto& [offset, bytes] : {std::pair{488 * kMiB, 24 * kMiB}, std::pair{414 * kMiB, 2 * kMiB}}) {
     const uint64_t start = top + offset;
@@ -146,13 +132,11 @@ std::optional<DriverAddressModel::Placement> DriverAddressModel::take_from_chunk
 
 std::optional<DriverAddressModel::Placement> DriverAddressModel::new_chunk(uint64_t span) {
   const uint64_t size = round_up(span, kChunkUnit);
-  for (auto range = va_free_.rbegin(); range != va_free_.rend(); ++range) {
+  for (auto range = va_free_.end(); range != va_free_.begin();) {  // from the highest range down
+    --range;
     if (range->second - range->first < size + kPage) continue;  // a gap only just as large is passed over
     const uint64_t start = range->second - size;
-    if (start == range->first)
-      va_free_.erase(range->first);
-    else
-      range->second = start;
+    va_free_.erase(start, range->second);
     const uint32_t id = add_chunk(start, start + size, /*permanent=*/false);
     Chunk& chunk = chunks_[id];
     chunk.live = 1;
@@ -175,7 +159,7 @@ std::optional<uint64_t> DriverAddressModel::release(uint64_t address) {
   Chunk& chunk = chunks_[live.chunk];
   const uint64_t merged = add_range(chunk.free, address, address + live.pages * kPage);
   if (--chunk.live == 0 && !chunk.permanent) {
-    add_va_range(va_free_, chunk.start, chunk.end);
+    va_free_.insert(chunk.start, chunk.end);
     room_.remove(live.chunk);
     unused_ids_.push_back(live.chunk);
   } else if (merged > chunk.largest_free) {  // the merged range absorbed only smaller ones

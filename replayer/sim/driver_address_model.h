@@ -29,9 +29,9 @@
 #include <optional>
 #include <vector>
 
-#include <absl/container/btree_map.h>
 #include <absl/container/inlined_vector.h>
 
+#include "policies/detail/interval_set.h"
 #include "replayer/sim/newest_fit_index.h"
 
 namespace memreplay {
@@ -102,7 +102,7 @@ class DriverAddressModel {
   std::optional<Placement> take_from_chunks(uint64_t span);
   std::optional<Placement> new_chunk(uint64_t span);
 
-  absl::btree_map<uint64_t, uint64_t> va_free_;  // start -> end, disjoint, adjacent ones merged
+  detail::IntervalSet va_free_;  // the VA no chunk holds
   std::vector<Chunk> chunks_;  // by id; ids of given-back chunks are reused
   std::vector<uint32_t> unused_ids_;
   NewestFitIndex room_;  // chunk id -> its largest free range, newest first

@@ -20,44 +20,28 @@ uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * un
 }  // namespace
 
 SimDevice::SimDevice(Options options)
-    : options_(options),
-      limit_(options.capacity ? std::min(*options.capacity, options.total_memory) : options.total_memory),
+    : Device(options.total_memory, options.capacity),
+      options_(options),
       heap_(kHeapBase + kHeapBytes, kHeapBytes),
       next_reservation_(kReservationBase),
       pool_(kPoolBase) {
   if (!options_.follow_recorded_placement) placement_.leave();
 }
 
-bool SimDevice::has_room_for(uint64_t bytes) const { return counters_.reserved_bytes + bytes <= limit_; }
-
-uint64_t SimDevice::free_memory() const {
-  return limit_ > counters_.reserved_bytes ? limit_ - counters_.reserved_bytes : 0;
-}
-
-std::optional<uint64_t> SimDevice::malloc(uint64_t bytes) {
-  if (bytes == 0 || !has_room_for(bytes)) {
-    ++counters_.failed_calls;
-    return std::nullopt;
-  }
+std::optional<uint64_t> SimDevice::do_malloc(uint64_t bytes) {
   // A replay that left the recorded calls never returns to them: no callback to build after that.
-  std::optional<uint64_t> address;
-  if (placement_.in_step())
-    address =
-        placement_.replay_malloc(bytes, [&](uint64_t recorded) { return recorded_range_is_free(recorded, bytes); });
-  if (address)
-    recorded_live_[*address] = *address + bytes;
-  else
-    address = heap_.allocate(bytes);
-  if (!address) {
-    ++counters_.failed_calls;
-    return std::nullopt;
+  if (placement_.in_step()) {
+    const std::optional<uint64_t> recorded =
+        placement_.replay_malloc(bytes, [&](uint64_t address) { return recorded_range_is_free(address, bytes); });
+    if (recorded) {
+      recorded_live_[*recorded] = *recorded + bytes;
+      return recorded;
+    }
   }
-  ++counters_.malloc_calls;
-  counters_.add_reserved(bytes);
-  return address;
+  return heap_.allocate(bytes);
 }
 
-bool SimDevice::free(uint64_t address) {
+std::optional<uint64_t> SimDevice::do_free(uint64_t address) {
   // The model's live map and recorded_live_ know each segment's bytes: no third map for them.
   std::optional<uint64_t> bytes;
   if (const auto recorded = recorded_live_.empty() ? recorded_live_.end() : recorded_live_.find(address);
@@ -67,11 +51,8 @@ bool SimDevice::free(uint64_t address) {
   } else {
     bytes = heap_.release(address);
   }
-  if (!bytes) return false;
-  if (placement_.in_step()) placement_.replay_free(address);
-  counters_.remove_reserved(*bytes);
-  ++counters_.free_calls;
-  return true;
+  if (bytes && placement_.in_step()) placement_.replay_free(address);
+  return bytes;
 }
 
 bool SimDevice::recorded_range_is_free(uint64_t address, uint64_t bytes) const {
@@ -84,132 +65,47 @@ bool SimDevice::recorded_range_is_free(uint64_t address, uint64_t bytes) const {
   return next == recorded_live_.begin() || std::prev(next)->second <= address;
 }
 
-std::optional<uint64_t> SimDevice::reserve_address(uint64_t bytes) {
+std::optional<uint64_t> SimDevice::do_reserve_address(uint64_t bytes) {
   // Reservations go up from their base, past any segment placed where the trace recorded it.
-  const uint64_t span = round_up(bytes, options_.granularity);
+  const uint64_t span = round_up(bytes, granularity());
   for (;;) {
     const auto after = recorded_live_.upper_bound(next_reservation_);
     if (after != recorded_live_.begin() && std::prev(after)->second > next_reservation_)
-      next_reservation_ = round_up(std::prev(after)->second, options_.granularity);
+      next_reservation_ = round_up(std::prev(after)->second, granularity());
     else if (after != recorded_live_.end() && after->first < next_reservation_ + span)
-      next_reservation_ = round_up(after->second, options_.granularity);
+      next_reservation_ = round_up(after->second, granularity());
     else
       break;
   }
   const uint64_t address = next_reservation_;
-  next_reservation_ += round_up(bytes, options_.granularity);
-  ++counters_.reserve_calls;
+  next_reservation_ += span;
   return address;
-}
-
-void SimDevice::release_address(uint64_t, uint64_t) { ++counters_.release_calls; }
-
-bool SimDevice::map(uint64_t address, uint64_t bytes) {
-  // Pages are bounded by the device's memory, not by the per-process cap: PyTorch checks its
-  // fraction cap against the segment size before it maps, and the pages it then maps may end
-  // past the cap (the real driver does not refuse them). Policies that map apply the cap.
-  if (counters_.reserved_bytes + bytes > options_.total_memory) {
-    ++counters_.failed_calls;
-    return false;
-  }
-  ++counters_.map_calls;
-  counters_.add_reserved(bytes);
-  uint64_t start = address;
-  uint64_t end = address + bytes;
-  auto next = mapped_.lower_bound(start);
-  if (next != mapped_.end() && next->first == end) {
-    end = next->second;
-    next = mapped_.erase(next);
-  }
-  if (next != mapped_.begin() && std::prev(next)->second == start) {
-    start = std::prev(next)->first;
-    mapped_.erase(std::prev(next));
-  }
-  mapped_[start] = end;
-  return true;
-}
-
-void SimDevice::unmap(uint64_t address, uint64_t bytes) {
-  ++counters_.unmap_calls;
-  counters_.remove_reserved(bytes);
-  // Cut [address, address+bytes) out of the mapped range that holds it.
-  auto it = mapped_.upper_bound(address);
-  if (it == mapped_.begin()) return;
-  --it;
-  const uint64_t start = it->first;
-  const uint64_t end = it->second;
-  if (address + bytes > end) return;
-  mapped_.erase(it);
-  if (start < address) mapped_[start] = address;
-  if (address + bytes < end) mapped_[address + bytes] = end;
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> SimDevice::backed_ranges() const {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  ranges.reserve(heap_.live_count() + recorded_live_.size() + mapped_.size());
+  ranges.reserve(heap_.live_count() + recorded_live_.size() + mapped_ranges().size());
   heap_.for_each_live([&](uint64_t address, uint64_t bytes) { ranges.emplace_back(address, address + bytes); });
   for (const auto& [start, end] : recorded_live_) ranges.emplace_back(start, end);
-  for (const auto& [start, end] : mapped_) ranges.emplace_back(start, end);
+  for (const auto& [start, end] : mapped_ranges()) ranges.emplace_back(start, end);
   for (const auto& chunk : pool_.chunk_ranges()) ranges.push_back(chunk);
   std::sort(ranges.begin(), ranges.end());
   return ranges;
 }
 
-bool SimDevice::configure_pool(const PoolConfig& config) {
+bool SimDevice::do_configure_pool(const PoolConfig& config) {
   pool_.configure(config);
   return true;
 }
 
-std::optional<uint64_t> SimDevice::pool_malloc_async(uint64_t bytes, StreamId stream) {
-  const auto address = pool_.allocate(bytes, stream, free_memory());
-  if (!address) {
-    ++counters_.failed_calls;
-    return std::nullopt;
-  }
-  ++counters_.pool_malloc_calls;
-  update_pool_counters();
-  return address;
+std::optional<uint64_t> SimDevice::do_pool_malloc_async(uint64_t bytes, StreamId stream, uint64_t growth_room) {
+  return pool_.allocate(bytes, stream, growth_room);
 }
 
-bool SimDevice::pool_free_async(uint64_t address) {
-  if (!pool_.free(address)) return false;
-  ++counters_.pool_free_calls;
-  update_pool_counters();
-  return true;
-}
-
-void SimDevice::pool_trim(uint64_t keep_bytes) {
-  pool_.trim(keep_bytes);
-  ++counters_.pool_trim_calls;
-  update_pool_counters();
-}
-
-void SimDevice::synchronize() {
-  pool_.synchronize();
-  update_pool_counters();
-}
-
-void SimDevice::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
-  pool_.stream_event(stream, event_id, is_wait);
-}
-
-void SimDevice::update_pool_counters() {
-  counters_.pool_used_bytes = pool_.used_bytes();
-  counters_.pool_used_peak = std::max(counters_.pool_used_peak, counters_.pool_used_bytes);
-  // Reserved memory changes only when the pool grows or releases chunks (rarely).
-  if (pool_.reserved_bytes() != counters_.pool_reserved_bytes) [[unlikely]]
-    update_pool_reserved();
-}
-
-void SimDevice::update_pool_reserved() {
-  const uint64_t reserved = pool_.reserved_bytes();
-  if (reserved >= counters_.pool_reserved_bytes)
-    counters_.add_reserved(reserved - counters_.pool_reserved_bytes);
-  else
-    counters_.remove_reserved(counters_.pool_reserved_bytes - reserved);
-  counters_.pool_reserved_bytes = reserved;
-  counters_.pool_reserved_peak = std::max(counters_.pool_reserved_peak, reserved);
-  counters_.pool_grow_calls = pool_.grow_count();
+std::optional<uint64_t> SimDevice::do_pool_free_async(uint64_t address) {
+  const uint64_t used = pool_.used_bytes();
+  if (!pool_.free(address)) return std::nullopt;
+  return used - pool_.used_bytes();
 }
 
 }  // namespace memreplay

@@ -119,14 +119,29 @@
     (data.capacity ? ", capacity " + fmtBytes(data.capacity) : "") + (data.complete ? "" : " — INCOMPLETE TRACE");
 
   // ---- advice ----
+  // "fits in X (fails at Y)" from a capacity search (results/fit_scan.h), digits enough to tell them apart.
+  // Two byte counts in one unit, with more decimals while they would read the same (results/units.h).
+  function fmtBytesApart(x, y) {
+    const big = Math.max(x, y), unit = big >= GiB ? [GiB, " GiB"] : big >= MiB ? [MiB, " MiB"] : big >= KiB ? [KiB, " KiB"] : [1, " B"];
+    for (let d = unit[0] === 1 ? 0 : 2; d <= 6; d++) {
+      const a = (x / unit[0]).toFixed(d) + unit[1], b = (y / unit[0]).toFixed(d) + unit[1];
+      if (a !== b || x === y) return [a, b];
+    }
+    return [x.toLocaleString() + " B", y.toLocaleString() + " B"];
+  }
+  function fitText(fit) {
+    if (!fit) return "";
+    const [a, b] = fmtBytesApart(fit.smallest_fit_bytes, fit.fails_at_bytes);
+    return "fits in " + a + " (fails at " + b + ")";
+  }
   function drawAdvice() {
     const a = data.advice;
     const body = document.getElementById("advice-body");
     const cur = a.current;
-    body.append(el("p", {}, "Now (" + cur.policy + "): reserved peak " + fmtBytes(cur.reserved_peak) +
-      ", requested peak " + fmtBytes(cur.requested_peak) + " (the floor), device mallocs + frees " +
-      (cur.device_alloc_calls + cur.device_free_calls) +
-      (cur.smallest_fit_bytes != null ? ", fits in " + fmtBytes(cur.smallest_fit_bytes) : "") + "."));
+    body.append(el("p", {}, "Now (" + cur.policy + (data.capacity ? " at capacity " + fmtBytes(data.capacity) : "") + "): " +
+      (cur.oom ? "OUT OF MEMORY at replay event " + cur.oom_at_event.toLocaleString()
+               : "reserved peak " + fmtBytes(cur.reserved_peak) + ", requested peak " + fmtBytes(cur.requested_peak) + " (the floor)") +
+      ", device calls " + cur.device_calls.toLocaleString() + (cur.fit ? ", " + fitText(cur.fit) : "") + "."));
     const list = el("ol", { class: "advice" });
     if (a.items.length === 0) list.append(el("li", {}, "Nothing to change: no setting tried lowers the reserved peak or the device calls."));
     for (const item of a.items) {
@@ -142,30 +157,31 @@
     }
     body.append(list);
 
-    let best = -1;
-    policies.forEach((p, i) => {
-      if (p.metrics.oom_at_event == null && (best < 0 || p.metrics.reserved_peak < policies[best].metrics.reserved_peak)) best = i;
-    });
     document.getElementById("policy-table").append(table(
-      ["policy", "reserved peak", "reserved ÷ requested", "requested peak", "unallocated at peak ¹", "free-space fragmentation ²", "device calls", "OOM"],
-      policies.map((p, i) => ({
-        cls: p.metrics.oom_at_event != null ? "oom" : (i === best ? "best" : ""),
-        cells: [p.policy, fmtBytes(p.metrics.reserved_peak), p.metrics.overhead.toFixed(3), fmtBytes(p.metrics.requested_peak),
-          fmtPct(p.metrics.unallocated_at_peak), fmtPct(p.metrics.free_fragmentation_at_peak), p.metrics.device_calls,
-          p.metrics.oom_at_event != null ? "OOM at event " + p.metrics.oom_at_event + " (numbers partial)" : "-"],
+      ["policy", "reserved peak", "reserved ÷ requested", "requested peak", "unallocated at peak ¹", "free-space fragmentation ²", "device calls ³", "OOM"],
+      policies.map((p) => ({
+        cls: p.metrics.oom_at_event != null ? "oom" : (p.starred ? "best" : ""),
+        cells: [(p.starred ? "* " : "") + p.policy, fmtBytes(p.metrics.reserved_peak), p.metrics.overhead.toFixed(3), fmtBytes(p.metrics.requested_peak),
+          fmtPct(p.metrics.unallocated_at_peak), fmtPct(p.metrics.free_fragmentation_at_peak), p.metrics.device_calls.toLocaleString(),
+          p.metrics.oom_at_event != null ? "OOM at event " + p.metrics.oom_at_event.toLocaleString() +
+            (p.metrics.ooms > 1 ? " (" + p.metrics.ooms + " in all)" : "") + " (numbers partial)" : "-"],
       })), [0, 7]));
-    document.getElementById("policy-table").append(el("p", { class: "hint" },
-      "¹ 1 − allocated/reserved when reserved memory peaked. ² 1 − largest free range ÷ all free bytes at that moment: how split the free space is, not how much of it there is. Bold: the lowest reserved peak without OOM."));
+    const notes = ["¹ 1 − allocated/reserved at the peak: of the moments reserved memory stands at its peak, the first with the most allocated.",
+      "² 1 − largest free range ÷ all free bytes at that moment: how split the free space is, not how much of it there is.",
+      "³ " + data.device_calls_definition + ".",
+      policies.length > 1 ? data.star_rule + "." : ""];
+    for (const p of policies) if (p.reserves_up_front) notes.push(p.reserves_up_front + ".");
+    for (const n of notes) if (n) document.getElementById("policy-table").append(el("p", { class: "hint" }, n));
 
     const sizes = Object.keys(cur.fits_on_gpu).sort((a, b) => parseFloat(a) - parseFloat(b));
     const rows = [cur].concat(a.candidates).map((c) => ({
       cls: c.oom ? "oom" : "",
-      cells: [c.policy, c.paste, c.smallest_fit_bytes != null ? fmtBytes(c.smallest_fit_bytes) : "not searched"]
+      cells: [c.policy, c.paste, c.fit ? fitText(c.fit) : "not searched"]
         .concat(sizes.map((s) => c.fits_on_gpu[s] == null ? "?" : (c.fits_on_gpu[s] ? "yes" : "no"))),
     }));
-    document.getElementById("gpu-table").append(table(["setting", "to paste", "smallest fit"].concat(sizes), rows, [0, 1]));
+    document.getElementById("gpu-table").append(table(["setting", "to paste", "smallest fit"].concat(sizes), rows, [0, 1, 2]));
     document.getElementById("gpu-table").append(el("p", { class: "hint" },
-      "A GPU counts as fitting when every capacity tested at or above the search's answer fitted (fitting need not be monotonic). The CUDA context and other libraries take some more memory."));
+      "Smallest fit: the capacity search at a resolution of " + fmtBytes(a.fit_resolution_bytes) + ". A GPU counts as fitting when every capacity tested at or above the search's answer fitted (fitting need not be monotonic). The CUDA context and other libraries take some more memory."));
   }
 
   // ---- timeline ----
@@ -174,12 +190,25 @@
     // Entry i of every series is replayed event x0 + i.
     const n = data.series.points, chunk = data.series.chunk, factor = data.series.level_factor, x0 = data.series.first_event;
     const requested = new LevelSeries("requested", data.series.requested, null);
-    const series = [{ label: "requested", values: requested, stroke: "#868e96", dash: [] }];
+    const series = [{ label: "requested", values: requested, stroke: "#868e96", dash: [], show: true }];
+    // A policy that reserves a fixed share of the device up front (bfc, rmm_arena) would flatten every
+    // other line: its lines start hidden (the legend shows them again; the log scale shows all at once).
+    const smallest = Math.max(1, Math.min(...policies.map((p) => p.metrics.reserved_peak)));
+    const hidden = policies.filter((p) => p.metrics.reserved_peak > 8 * smallest);
     policies.forEach((p, i) => {
-      const c = colours[i % colours.length];
-      series.push({ label: p.policy + " reserved", values: new LevelSeries("r" + i, p.reserved, null), stroke: c, dash: [] });
-      series.push({ label: p.policy + " allocated", values: new LevelSeries("a" + i, p.allocated, requested), stroke: c, dash: [6, 4] });
+      const c = colours[i % colours.length], show = !hidden.includes(p);
+      series.push({ label: p.policy + " reserved", values: new LevelSeries("r" + i, p.reserved, null), stroke: c, dash: [], show });
+      series.push({ label: p.policy + " allocated", values: new LevelSeries("a" + i, p.allocated, requested), stroke: c, dash: [6, 4], show });
     });
+    document.getElementById("timeline-note").textContent = hidden.length === 0 ? "" :
+      "Hidden at first: " + hidden.map((p) => p.policy + " (reserved peak " + fmtBytes(p.metrics.reserved_peak) + ")").join(", ") +
+      ", which would flatten the other lines. Click a name in the legend to show it, or use the log scale.";
+    // The capacity line: the cap the replays ran under; without one, the device's memory, drawn where
+    // a policy that takes it up front reaches it.
+    const capacityLine = data.capacity != null ? { bytes: data.capacity, label: "capacity " + fmtBytes(data.capacity) }
+      : hidden.length > 0 ? { bytes: data.device_memory, label: "device memory " + fmtBytes(data.device_memory) } : null;
+    const ooms = policies.map((p, i) => ({ at: p.metrics.oom_at_event, colour: colours[i % colours.length], policy: p.policy }))
+      .filter((o) => o.at != null);
     const levels = data.series.requested.levels.length;
     const full = { min: x0, max: x0 + Math.max(1, n - 1) };
     const container = document.getElementById("timeline-chart");
@@ -221,61 +250,121 @@
       return out;
     }
 
+    // The capacity line and a marker at each policy's first OOM, over the drawn series.
+    function drawMarks(u) {
+      const ctx = u.ctx, b = u.bbox, px = uPlot.pxRatio || 1;
+      let drawn = 0;
+      ctx.save();
+      ctx.font = (11 * px).toFixed(0) + "px system-ui, sans-serif";
+      if (capacityLine) {
+        const y = u.valToPos(capacityLine.bytes, "y", true);
+        if (y >= b.top - 1 && y <= b.top + b.height + 1) {
+          ctx.strokeStyle = ctx.fillStyle = "#c92a2a";
+          ctx.setLineDash([8 * px, 4 * px]);
+          ctx.lineWidth = 1.5 * px;
+          ctx.beginPath(); ctx.moveTo(b.left, y); ctx.lineTo(b.left + b.width, y); ctx.stroke();
+          ctx.textAlign = "right";
+          ctx.fillText(capacityLine.label, b.left + b.width - 6 * px, Math.max(b.top + 12 * px, y - 4 * px));
+          ctx.textAlign = "left";
+          document.body.dataset.capacityLine = capacityLine.label;
+        }
+      }
+      for (const o of ooms) {
+        const x = u.valToPos(o.at, "x", true);
+        if (x < b.left || x > b.left + b.width) continue;
+        ctx.strokeStyle = ctx.fillStyle = o.colour;
+        ctx.setLineDash([3 * px, 3 * px]);
+        ctx.lineWidth = 1.5 * px;
+        ctx.beginPath(); ctx.moveTo(x, b.top); ctx.lineTo(x, b.top + b.height); ctx.stroke();
+        ctx.fillText("OOM: " + o.policy, x + 4 * px, b.top + (14 + 13 * drawn) * px);
+        drawn++;
+      }
+      ctx.restore();
+      document.body.dataset.oomMarkers = String(drawn);
+    }
+
     let refilling = false;
-    const opts = {
-      width, height: 440,
-      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, hi * 1.05 || 1] } },
-      axes: [
-        { label: "replayed event (alloc and free)", values: (u, ticks) => ticks.map((t) => t.toLocaleString()) },
-        { values: (u, ticks) => ticks.map(fmtBytes), size: 86 },
-      ],
-      series: [{
-        label: "event",
-        value: (u, v) => {
-          if (v == null) return "";
-          const t = timeAt(Math.max(0, Math.min(n - 1, Math.round(v) - x0)));
-          return Math.round(v).toLocaleString() + (t == null ? "" : " (" + (t / 1e6).toFixed(1) + " ms)");
+    function makeOptions(log) {
+      return {
+        width, height: 440,
+        scales: { x: { time: false }, y: log ? { distr: 4, asinh: MiB, log: 2, range: (u, lo, hi) => [0, hi * 1.5 || 1] }
+                                             : { range: (u, lo, hi) => [0, hi * 1.05 || 1] } },
+        axes: [
+          { label: "replayed event (alloc and free)", values: (u, ticks) => ticks.map((t) => t.toLocaleString()) },
+          { label: "bytes" + (log ? " (log scale)" : ""), values: (u, ticks) => ticks.map(fmtBytes), size: 86 },
+        ],
+        series: [{
+          label: "event",
+          value: (u, v) => {
+            if (v == null) return "";
+            const t = timeAt(Math.max(0, Math.min(n - 1, Math.round(v) - x0)));
+            return Math.round(v).toLocaleString() + (t == null ? "" : " (" + (t / 1e6).toFixed(1) + " ms)");
+          },
+        }].concat(series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.5, show: s.show, value: (u, v) => fmtBytes(v), spanGaps: false }))),
+        cursor: { drag: { x: true, y: false } },
+        hooks: {
+          setScale: [(u, key) => {
+            if (key !== "x" || refilling) return;
+            refilling = true;
+            const min = u.scales.x.min, max = u.scales.x.max;
+            // New data resets uPlot's visible index window (false would keep the old data's indices).
+            u.setData(window_(min, max, width));
+            u.setScale("x", { min, max });
+            refilling = false;
+          }],
+          setSeries: [(u, i, o) => { if (i > 0 && o.show != null) series[i - 1].show = o.show; }],
+          // uPlot draws in a microtask: the draw hook counts the ink (evidence for the headless test that
+          // lines were drawn) and marks the page finished.
+          draw: [(u) => {
+            drawMarks(u);
+            // First paint: the chart is drawn (the browser shows it when this task ends); the ink count
+            // below is the test's evidence, not part of the page's work.
+            const drawnMs = performance.now().toFixed(0);
+            // Opaque pixels inside the plot area: the series' lines (the grid is drawn nearly transparent).
+            const b = u.bbox, img = u.ctx.getImageData(b.left, b.top, Math.max(1, b.width), Math.max(1, b.height)).data;
+            timelineInk = 0;
+            for (let i = 3; i < img.length; i += 4) if (img[i] > 200) timelineInk++;
+            document.body.dataset.timelineInk = String(timelineInk);
+            document.body.dataset.timelineShown = u.data[0].length + " " + u.scales.x.min + " " + u.scales.x.max;
+            document.body.dataset.yAxisLabel = u.axes[1].label;
+            // #probe=EVENT: the values drawn at that event, for the test that zoomed values are exact.
+            const probe = /probe=(\d+)/.exec(location.hash);
+            if (probe) {
+              const at = u.data[0].indexOf(Number(probe[1]));
+              document.body.dataset.timelineProbe = at < 0 ? "none" : u.data.slice(1).map((d) => d[at] == null ? "-" : String(d[at])).join(" ");
+            }
+            if (document.body.dataset.state === "drawing") {
+              document.body.dataset.drawnMs = drawnMs;
+              document.body.dataset.state = timelineInk > 0 ? "drawn" : "empty";
+            }
+          }],
         },
-      }].concat(series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.5, value: (u, v) => fmtBytes(v), spanGaps: false }))),
-      cursor: { drag: { x: true, y: false } },
-      hooks: {
-        setScale: [(u, key) => {
-          if (key !== "x" || refilling) return;
-          refilling = true;
-          const min = u.scales.x.min, max = u.scales.x.max;
-          // New data resets uPlot's visible index window (false would keep the old data's indices).
-          u.setData(window_(min, max, width));
-          u.setScale("x", { min, max });
-          refilling = false;
-        }],
-      },
-    };
-    // uPlot draws in a microtask: the draw hook counts the ink (evidence for the headless test that
-    // lines were drawn) and marks the page finished.
-    opts.hooks.draw = [(u) => {
-      // First paint: the chart is drawn (the browser shows it when this task ends); the ink count
-      // below is the test's evidence, not part of the page's work.
-      const drawnMs = performance.now().toFixed(0);
-      // Opaque pixels inside the plot area: the series' lines (the grid is drawn nearly transparent).
-      const b = u.bbox, img = u.ctx.getImageData(b.left, b.top, Math.max(1, b.width), Math.max(1, b.height)).data;
-      timelineInk = 0;
-      for (let i = 3; i < img.length; i += 4) if (img[i] > 200) timelineInk++;
-      document.body.dataset.timelineInk = String(timelineInk);
-      document.body.dataset.timelineShown = u.data[0].length + " " + u.scales.x.min + " " + u.scales.x.max;
-      // #probe=EVENT: the values drawn at that event, for the test that zoomed values are exact.
-      const probe = /probe=(\d+)/.exec(location.hash);
-      if (probe) {
-        const at = u.data[0].indexOf(Number(probe[1]));
-        document.body.dataset.timelineProbe = at < 0 ? "none" : u.data.slice(1).map((d) => d[at] == null ? "-" : String(d[at])).join(" ");
-      }
-      if (document.body.dataset.state === "drawing") {
-        document.body.dataset.drawnMs = drawnMs;
-        document.body.dataset.state = timelineInk > 0 ? "drawn" : "empty";
-      }
-    }];
-    const plot = new uPlot(opts, window_(full.min, full.max, width), container);
-    plot.over.addEventListener("dblclick", () => plot.setScale("x", full));
-    window.memreplayTimeline = plot;
+      };
+    }
+    let plot = null;
+    // The log scale shows every line; the linear one hides again those that would flatten the rest.
+    function build(log) {
+      series.forEach((s, k) => { if (k > 0) s.show = log || !hidden.includes(policies[Math.floor((k - 1) / 2)]); });
+      const range = plot ? { min: plot.scales.x.min, max: plot.scales.x.max } : full;
+      if (plot) plot.destroy();
+      plot = new uPlot(makeOptions(log), window_(range.min, range.max, width), container);
+      plot.over.addEventListener("dblclick", () => plot.setScale("x", full));
+      window.memreplayTimeline = plot;
+      document.body.dataset.timelineScale = log ? "log" : "linear";
+    }
+    const controls = document.getElementById("timeline-controls");
+    const scaleButtons = ["linear", "log"].map((name) => {
+      const b = el("button", { type: "button", id: "scale-" + name }, name + " scale");
+      b.addEventListener("click", () => {
+        scaleButtons.forEach((x) => x.classList.toggle("selected", x === b));
+        build(name === "log");
+      });
+      controls.append(b);
+      return b;
+    });
+    scaleButtons[0].classList.add("selected");
+    build(/scale=log/.test(location.hash));
+    if (/scale=log/.test(location.hash)) { scaleButtons[0].classList.remove("selected"); scaleButtons[1].classList.add("selected"); }
   }
 
   // ---- segment map ----
@@ -322,6 +411,7 @@
       }
       if (rowH >= 10) { ctx.fillStyle = "#1d232a"; ctx.fillText(fmtBytes(s[1]), 4, y + rowH - 3); }
     });
+    drawSegmentLegend(peak);
     const img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
     segmentInk = 0;
     for (let i = 3; i < img.length; i += 16) if (img[i] > 0) segmentInk++;
@@ -346,6 +436,16 @@
       tip.hidden = false;
     };
     canvas.onmouseleave = () => { tip.hidden = true; };
+  }
+  // What the colours of the segment map mean: free, no stack, and the stacks that own the most bytes.
+  function drawSegmentLegend(peak) {
+    const legend = document.getElementById("segment-legend");
+    legend.textContent = "";
+    const entry = (colour, text) => el("span", { class: "entry" }, el("span", { class: "swatch", style: "background:" + colour }), text);
+    legend.append(entry("#e9ecef", "free"), entry(stackColour(-1), "no stack recorded"));
+    for (const s of (peak.top_stacks || []).slice(0, 8))
+      if (s.stack >= 0) legend.append(entry(stackColour(s.stack), fmtBytes(s.bytes) + "  " + (s.frames[0] || "")));
+    document.body.dataset.legendEntries = String(legend.children.length);
   }
   function drawSegmentControls() {
     const controls = document.getElementById("segment-controls");

@@ -1,13 +1,15 @@
 // examples/ci: the workflow's steps (examples/ci/memory_check.sh) and the CTest helper
 // (cmake/MemreplayCheck.cmake, through examples/ci/CMakeLists.txt) on the bundled trace and the
-// committed baseline: they pass, then a regressed trace (tonight's run allocates more) fails.
+// committed baseline: they pass, then a regressed trace (tonight's run allocates more) fails, and
+// an input that does not import still leaves its reports. The workflow runs as a nightly job does.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
-#include "proto/trace_reader.h"
 #include "proto/trace_writer.h"
 #include "recorder/import/import.h"
+#include "tests/support/check_fixture.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -16,10 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int shell(const std::string& command) {
-  const int raw = std::system(command.c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-}
+int shell(const std::string& command) { return testing::run_shell(command).status; }
 
 class CiExample : public testing::TempDirTest {
  protected:
@@ -35,17 +34,7 @@ class CiExample : public testing::TempDirTest {
       TraceWriter writer(original);
       import_file((testing::source_dir() / "traces/multistream_pipeline.default.pickle.xz").string(), writer);
     }
-    TraceReader reader(original);
-    TraceWriter writer(grown);
-    writer.begin(reader.header());
-    std::vector<Event> batch;
-    while (reader.next_batch(batch))
-      for (Event e : batch) {
-        if (e.kind == EventKind::alloc) e.size += e.size / 4;
-        writer.append(e);
-      }
-    writer.finish();
-    return grown;
+    return testing::grown_trace(original, grown);
   }
 };
 
@@ -84,6 +73,22 @@ TEST_F(CiExample, CTestHelperPassesThenFails) {
   EXPECT_NE(ctest_with(renamed), 0) << testing::slurp(path("ctest.log"));
   EXPECT_NE(testing::slurp(path("ctest.log")).find("REGRESSION run pytorch"), std::string::npos)
       << testing::slurp(path("ctest.log"));
+}
+
+TEST_F(CiExample, AnInputThatDoesNotImportStillLeavesItsReports) {
+  const std::string garbage = path("snapshot.pickle");
+  std::ofstream(garbage) << "not a snapshot";
+  EXPECT_EQ(shell(steps(garbage, path("bad"))), 2) << testing::slurp(path("steps.log"));
+  EXPECT_NE(testing::slurp(path("bad/memory-check.xml")).find("type=\"bad-input\""), std::string::npos);
+  EXPECT_NE(testing::slurp(path("bad/memory-check.md")).find("ERROR (bad input)"), std::string::npos);
+}
+
+TEST_F(CiExample, TheWorkflowRunsNightlyAndOnPullRequestsFromItsOwnArtifact) {
+  const std::string workflow = testing::read_bytes(example("github-workflow.yml"));
+  for (const char* needed :
+       {"pull_request:", "schedule:", "cron:", "actions/upload-artifact@v4", "actions/download-artifact@v4",
+        "actions/cache@v4", "hashFiles(", "cache-hit != 'true'", "examples/ci/memory_check.sh", "if: always()"})
+    EXPECT_NE(workflow.find(needed), std::string::npos) << needed;
 }
 
 }  // namespace

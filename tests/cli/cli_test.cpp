@@ -53,9 +53,15 @@ TEST(Cli, InconsistentPoolAssignmentIsRefusedWithTheEventIndex) {
   r = run_cli("validate " + trace.string());
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("event 2: alloc in pool 1"), std::string::npos) << r.out;
-  r = run_cli("replay " + trace.string() + " --policy pytorch --lenient --json -");
-  ASSERT_EQ(r.status, 0) << r.out;
+  // The JSON on stdout counts what --lenient skipped; stderr names it too.
+  r = testing::run_memreplay("replay " + trace.string() + " --policy pytorch --lenient --json -", trace.parent_path());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["skipped_events"], 1) << r.out;
+  EXPECT_NE(r.err.find("memreplay: warning: " + trace.string() +
+                       ": --lenient skipped 1 event inconsistent with the live state (the first: event 2: alloc in "
+                       "pool 1 at 0x101000 lies in a segment of pool 0"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, ImportInfoReplayOnABundledRealTrace) {
@@ -210,9 +216,22 @@ TEST(Cli, ReplayRefusesAnInconsistentTraceUnlessLenient) {
   auto r = run_cli("replay " + trace.string() + " --policy pytorch");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("event 1"), std::string::npos) << r.out;
-  r = run_cli("replay " + trace.string() + " --policy pytorch --lenient --json -");
-  EXPECT_EQ(r.status, 0) << r.out;
+  r = testing::run_memreplay("replay " + trace.string() + " --policy pytorch --lenient --json -", trace.parent_path());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["skipped_events"], 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["first_skipped"],
+            "event 1: free_completed of 0x2000, which is not a live block");
+  // The table counts them in a column of its own, and stderr says so.
+  r = testing::run_memreplay("replay " + trace.string() + " --policy pytorch --lenient", trace.parent_path());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("events (5)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("yes           1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(5) events --lenient skipped as inconsistent"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--lenient skipped 1 event inconsistent with the live state (the first: event 1: "
+                       "free_completed of 0x2000, which is not a live block); the numbers leave it out"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/output_file.h"
 #include "policies/registry.h"
 #include "proto/chunk_decoder.h"
 #include "proto/framing.h"
@@ -28,6 +29,7 @@
 #include "recorder/import/input/decompress.h"
 #include "replayer/device_registry.h"
 #include "replayer/replay_runner.h"
+#include "tests/support/bounded_run.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -41,24 +43,6 @@ namespace memreplay {
 namespace {
 
 namespace fs = std::filesystem;
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;  // ASan reserves terabytes of address space: no ulimit -v
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// The CLI under the bounds: 1 GiB of address space, 10 s of wall time (timeout exits 124).
-testing::CliRun run_bounded(const std::string& arguments, const std::string& dir) {
-  const std::string limit = kSanitized ? "" : "ulimit -v 1048576; ";
-  return testing::run_shell("sh -c '" + limit + "exec timeout 10 " + MEMREPLAY_CLI + " " + arguments + "'", dir);
-}
 
 size_t line_count(const std::string& text) {
   size_t lines = 0;
@@ -159,7 +143,7 @@ class HostileInput : public testing::TempDirTest {
     const std::string in = path("in.bin"), out = path("out.mrt");
     write_file(in, bytes);
     EXPECT_LE(bytes.size(), 1u << 20);
-    const testing::CliRun run = run_bounded("import " + in + " -o " + out, dir_.string());
+    const testing::CliRun run = testing::run_memreplay_bounded("import " + in + " -o " + out, dir_.string());
     EXPECT_EQ(run.status, 2) << run.err;
     EXPECT_EQ(line_count(run.err), 1u) << run.err;
     EXPECT_EQ(run.err.rfind("memreplay: " + in + ": byte ", 0), 0u) << run.err;
@@ -284,7 +268,7 @@ TEST_F(HostileInput, ChunkExpandingAThousandfoldIsRefusedAtItsOffset) {
   EXPECT_NE(error.find("claims to decompress to 67108864 bytes"), std::string::npos) << error;
   EXPECT_LE(fs::file_size(hostile), 1u << 20);
   for (const std::string command : {"info ", "validate ", "replay --policy pytorch "}) {
-    const testing::CliRun run = run_bounded(command + hostile, dir_.string());
+    const testing::CliRun run = testing::run_memreplay_bounded(command + hostile, dir_.string());
     EXPECT_EQ(run.status, 2) << command << run.err;
     EXPECT_EQ(line_count(run.err), 1u) << command << run.err;
     EXPECT_NE(run.err.find(hostile + ": byte "), std::string::npos) << command << run.err;
@@ -320,7 +304,7 @@ TEST_F(HostileInput, HeaderWithInvalidUtf8GivesOurLineOnly) {
                 format::encode_record(format::RecordType::header, payload));
   const std::string trace = path("utf8.mrt");
   write_file(trace, bytes);
-  const testing::CliRun run = run_bounded("info " + trace, dir_.string());
+  const testing::CliRun run = testing::run_memreplay_bounded("info " + trace, dir_.string());
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_EQ(line_count(run.err), 1u) << run.err;  // not libprotobuf's log line first
   EXPECT_NE(run.err.find(trace + ": byte 8: header record does not parse"), std::string::npos) << run.err;
@@ -379,7 +363,7 @@ TEST_F(HostileInput, MoreEventsThanTheFileSizeCanHoldAreRefusedQuickly) {
     EXPECT_NE(error.find(hostile + ": byte "), std::string::npos) << error;
     EXPECT_NE(error.find("a file of that size may hold"), std::string::npos) << error;
     for (const std::string command : {"info ", "validate ", "replay --policy pytorch "}) {
-      const testing::CliRun run = run_bounded(command + hostile, dir_.string());
+      const testing::CliRun run = testing::run_memreplay_bounded(command + hostile, dir_.string());
       EXPECT_EQ(run.status, 2) << command << run.err;
       EXPECT_EQ(line_count(run.err), 1u) << command << run.err;
       EXPECT_NE(run.err.find("a file of that size may hold"), std::string::npos) << command << run.err;
@@ -425,7 +409,8 @@ TEST_F(HostileInput, ReplayOfACutTraceIsMarkedIncompleteWithWhatWasLost) {
   options.trace_path = cut;
   options.policy_spec = "pytorch";
   const ReplayMetrics m = run_replay(options);
-  EXPECT_FALSE(m.complete);
+  EXPECT_FALSE(m.trace_complete);
+  EXPECT_FALSE(m.complete());
   ASSERT_TRUE(m.loss.has_value());
   EXPECT_GT(m.loss->whole_events, 0u);
   EXPECT_LT(m.loss->whole_events, 1647u);  // the trace's entries (and its preexisting events)
@@ -446,7 +431,7 @@ TEST_F(HostileInput, ReplayCompareAndFitWarnOnceAndSayCompleteFalse) {
                                     "compare " + cut + " --policy pytorch --policy passthrough --json -",
                                     "fit " + cut + " --policy pytorch --json -",
                                     "fit " + cut + " --policy pytorch --capacity 100GiB --json -"}) {  // fits: exit 0
-    const testing::CliRun run = run_bounded(command, dir);
+    const testing::CliRun run = testing::run_memreplay_bounded(command, dir);
     ASSERT_EQ(run.status, 0) << command << "\n" << run.err;
     EXPECT_EQ(line_count(run.err), 1u) << command << "\n" << run.err;
     EXPECT_EQ(run.err.rfind("memreplay: warning: " + cut + " is incomplete", 0), 0u) << run.err;
@@ -455,19 +440,27 @@ TEST_F(HostileInput, ReplayCompareAndFitWarnOnceAndSayCompleteFalse) {
     const auto& metrics = json.contains("results") ? json["results"][0] : json;
     EXPECT_EQ(metrics["complete"], false) << command;
   }
-  const testing::CliRun table = run_bounded("replay " + cut + " --policy pytorch", dir);
+  const testing::CliRun table = testing::run_memreplay_bounded("replay " + cut + " --policy pytorch", dir);
   EXPECT_NE(table.out.find(" NO\n"), std::string::npos) << table.out;
 }
 
 TEST_F(HostileInput, ACompleteTraceSaysCompleteAndWarnsNothing) {
   const std::string whole = cut_trace(1.0);
-  const testing::CliRun run = run_bounded("replay " + whole + " --policy pytorch --json -", dir_.string());
+  const testing::CliRun run =
+      testing::run_memreplay_bounded("replay " + whole + " --policy pytorch --json -", dir_.string());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.err, "");
   EXPECT_EQ(nlohmann::json::parse(run.out)["complete"], true);
 }
 
 // --- interrupted writers leave nothing ---
+
+// The temporary a writer of `target` in `dir` is writing (base/output_file.h), or "".
+std::string writer_temporary(const fs::path& dir, const std::string& target) {
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (temporary_owner(entry.path().filename().string(), target) == getpid()) return entry.path().string();
+  return "";
+}
 
 TEST_F(HostileInput, SigintOrSigtermDuringAnImportLeavesNoTemporaryFile) {
   for (int signal : {SIGINT, SIGTERM}) {
@@ -478,7 +471,7 @@ TEST_F(HostileInput, SigintOrSigtermDuringAnImportLeavesNoTemporaryFile) {
           writer.begin(proto::TraceHeader());
           for (uint64_t i = 0; i < 100'000; ++i)
             writer.append(Event{.kind = EventKind::alloc, .address = i * 512, .size = 512});
-          if (!fs::exists(out + ".tmp." + std::to_string(getpid()))) std::_Exit(3);
+          if (writer_temporary(dir_, "interrupted.mrt").empty()) std::_Exit(3);
           raise(signal);
         },
         ::testing::KilledBySignal(signal), "");

@@ -2,14 +2,13 @@
 // of each, checked on a SimDevice, and their option errors. The contract suite runs them all too.
 #include <gtest/gtest.h>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "replayer/sim/sim_device.h"
 #include "tests/support/test_support.h"
 
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 struct OnSimDevice {
   explicit OnSimDevice(const std::string& spec, std::optional<uint64_t> capacity = std::nullopt)

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "base/units.h"
 #include "tests/support/growth_bound.h"
 
 namespace memreplay {
@@ -12,8 +13,6 @@ namespace {
 
 using testing::live_curve;
 using testing::min_growth_calls;
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 TEST(GrowthBound, GrowingByMoreThanTwoPercentPerStepCostsOneCallPerStep) {
   // GIVEN live bytes that rise 3% at a time, THEN every step needs a call of its own.

@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/memreplay/vmm_arena.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
@@ -38,14 +40,19 @@ const std::map<std::string, double> kKnownCallsGaps = {
     {"gpt2_train.stacks", 1.01},     {"vit_infer_varbatch.default", 4.48},
 };
 
-constexpr uint64_t kMiB = 1ull << 20;
-
 // Takes `bytes` where place() puts it (the calls-first rule) and returns its address.
 uint64_t take_placed(detail::VmmArena& arena, uint64_t bytes, suballoc::Range** handle = nullptr) {
   const auto placement = arena.place(bytes, false);
   suballoc::Range* range = arena.take(*placement, bytes);
   if (handle != nullptr) *handle = range;
   return placement->address;
+}
+
+// Takes blocks of `sizes` one after another, each where place() puts it; returns their ranges.
+std::vector<suballoc::Range*> take_in_a_row(detail::VmmArena& arena, std::initializer_list<uint64_t> sizes) {
+  std::vector<suballoc::Range*> blocks;
+  for (const uint64_t bytes : sizes) take_placed(arena, bytes, &blocks.emplace_back());
+  return blocks;
 }
 
 // GIVEN live blocks [0,2) [4,5) [7.5,8) MiB and free [2,4) (a whole cached page) and [5,7.5) (two
@@ -55,15 +62,10 @@ uint64_t take_placed(detail::VmmArena& arena, uint64_t bytes, suballoc::Range** 
 TEST(VmmArenaPlacement, UnderACapASmallBlockGoesIntoPagesThatLiveBlocksAlreadyPin) {
   SimDevice device(SimDevice::Options{});
   detail::VmmArena arena(device, 64 * kMiB);
-  suballoc::Range* cached = nullptr;
-  suballoc::Range* hole = nullptr;
-  const uint64_t base = take_placed(arena, 2 * kMiB);
-  take_placed(arena, 2 * kMiB, &cached);
-  take_placed(arena, 1 * kMiB);
-  take_placed(arena, 5 * kMiB / 2, &hole);
-  take_placed(arena, kMiB / 2);
-  arena.give_back(cached);
-  arena.give_back(hole);
+  const auto blocks = take_in_a_row(arena, {2 * kMiB, 2 * kMiB, 1 * kMiB, 5 * kMiB / 2, kMiB / 2});
+  const uint64_t base = blocks[0]->start;
+  arena.give_back(blocks[1]);  // the cached page
+  arena.give_back(blocks[3]);  // the hole
   ASSERT_EQ(arena.mapped_bytes(), 8 * kMiB);
   ASSERT_EQ(arena.pinned_bytes(), 6 * kMiB) << "pages 0, 2 and 3";
 
@@ -83,15 +85,9 @@ TEST(VmmArenaPlacement, UnderACapASmallBlockGoesIntoPagesThatLiveBlocksAlreadyPi
 TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
   SimDevice device(SimDevice::Options{});
   detail::VmmArena arena(device, 64 * kMiB);
-  suballoc::Range* small_run = nullptr;
-  suballoc::Range* large_run = nullptr;
-  take_placed(arena, 2 * kMiB);
-  take_placed(arena, 6 * kMiB, &small_run);
-  take_placed(arena, 2 * kMiB);
-  take_placed(arena, 12 * kMiB, &large_run);
-  take_placed(arena, 2 * kMiB);
-  arena.give_back(small_run);
-  arena.give_back(large_run);
+  const auto blocks = take_in_a_row(arena, {2 * kMiB, 6 * kMiB, 2 * kMiB, 12 * kMiB, 2 * kMiB});
+  arena.give_back(blocks[1]);  // the small run
+  arena.give_back(blocks[3]);  // the large run
   ASSERT_EQ(arena.mapped_bytes(), 24 * kMiB);
   const uint64_t unmaps = device.counters().unmap_calls;
   EXPECT_EQ(arena.reclaim(2 * kMiB), 6 * kMiB);
@@ -108,11 +104,7 @@ TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
 TEST(VmmArenaPlacement, PagesAReclaimUnmappedCostAMapAgain) {
   SimDevice device(SimDevice::Options{});
   detail::VmmArena arena(device, 64 * kMiB);
-  suballoc::Range* run = nullptr;
-  take_placed(arena, 2 * kMiB);
-  take_placed(arena, 6 * kMiB, &run);
-  take_placed(arena, 2 * kMiB);
-  arena.give_back(run);
+  arena.give_back(take_in_a_row(arena, {2 * kMiB, 6 * kMiB, 2 * kMiB})[1]);
   const auto cached = arena.place(6 * kMiB, false);
   ASSERT_TRUE(cached);
   EXPECT_EQ(cached->new_bytes, 0u);
@@ -131,14 +123,10 @@ TEST(VmmArenaPlacement, PagesAReclaimUnmappedCostAMapAgain) {
 TEST(VmmArenaPlacement, ABlockGoesWhereItsRemainderCanGrowUnlessAHoleFitsItExactly) {
   SimDevice device(SimDevice::Options{});
   detail::VmmArena arena(device, 64 * kMiB);
-  suballoc::Range* hole = nullptr;
-  suballoc::Range* ahead = nullptr;
-  const uint64_t base = take_placed(arena, 2 * kMiB);
-  take_placed(arena, 4 * kMiB, &hole);
-  take_placed(arena, 2 * kMiB);
-  take_placed(arena, 4 * kMiB, &ahead);
-  arena.give_back(ahead);
-  arena.give_back(hole);
+  const auto blocks = take_in_a_row(arena, {2 * kMiB, 4 * kMiB, 2 * kMiB, 4 * kMiB});
+  const uint64_t base = blocks[0]->start;
+  arena.give_back(blocks[3]);  // the tail's first pages
+  arena.give_back(blocks[1]);  // the hole
   ASSERT_EQ(arena.mapped_bytes(), 12 * kMiB);
 
   const auto growing = arena.place(3 * kMiB, false);

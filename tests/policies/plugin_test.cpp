@@ -121,8 +121,34 @@ INSTANTIATE_TEST_SUITE_P(
         PluginFault{"AReportedErrorCarryingThePluginsMessage",
                     4,
                     3,
-                    {"plugin policy 'plugin_error' reported an error on the allocate of 4096 bytes: injected fault"}}),
+                    {"plugin policy 'plugin_error' reported an error on the allocate of 4096 bytes: injected fault"}},
+        // Before: reserved 0 B and a fit of 0 B, from blocks the device never gave it.
+        PluginFault{"ABlockAtAnAddressTheDeviceNeverGaveIt",
+                    13,
+                    2,
+                    {"plugin policy 'plugin_foreign_block' returned [0x1000, +4096), which is not in device memory it "
+                     "holds (one malloc, or mapped pages)"}},
+        // Before: the overlap check's address + size wrapped, and the block passed.
+        PluginFault{"ABlockOf2To64Minus1Bytes",
+                    14,
+                    2,
+                    {"plugin policy 'plugin_huge_size' returned a block of 18446744073709551615 bytes at 0x",
+                     "(past 2^48 bytes or the end of the address space)"}},
+        PluginFault{"AnErrorMessageOfTwoLinesComesOutAsOne",
+                    19,
+                    3,
+                    {"plugin policy 'plugin_error_newline' reported an error on the allocate of 4096 bytes: "
+                     "two\\x0alines"}}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PluginFaultChecks, AnUnterminatedErrorBufferIsReadOnlyUpToItsSize) {
+  // create fills all 512 bytes of the buffer with 'x' and no terminator.
+  const std::string name = load_policy_plugin(test_plugin(17));
+  SimDevice device(SimDevice::Options{});
+  const std::string message =
+      testing::error_of<PolicySpecError>([&] { PolicyRegistry::instance().create(name, device); });
+  EXPECT_EQ(message, std::string(512, 'x'));
+}
 
 TEST(PluginFaultChecks, AFreeOfAnUnknownAddressNeverReachesThePlugin) {
   load_policy_plugin(test_plugin(0));

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/plugin/plugin_loader.h"
 #include "policies/registry.h"
 #include "replayer/sim/sim_device.h"
@@ -33,7 +34,6 @@
 namespace memreplay {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kCapacity = 768 * kMiB;
 constexpr int kSteps = 3000;
 

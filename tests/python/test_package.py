@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import subprocess
 from pathlib import Path
 
@@ -17,8 +18,15 @@ def test_the_command_is_the_cli_of_this_package():
     done = subprocess.run([cli(), "--version"], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"memreplay {memreplay._core.__version__}"
     assert memreplay.__version__ == memreplay._core.__version__
-    policies = subprocess.run([cli(), "policies"], capture_output=True, text=True, check=True).stdout
-    assert all(p["name"] in policies for p in memreplay.policies())
+    listing = subprocess.run([cli(), "policies"], capture_output=True, text=True, check=True).stdout
+    listed = listing.split("Devices")[0]
+    cli_names = {line.split()[0] for line in listed.splitlines() if line.startswith("  ") and not line.startswith("   ")}
+    # The CLI's policies are the module's (which may have loaded plugins besides).
+    assert cli_names and cli_names <= {p["name"] for p in memreplay.policies()}
+    # Entry for entry as `memreplay policies --json` lists them.
+    listed = json.loads(subprocess.run([cli(), "policies", "--json", "-"], capture_output=True, text=True,
+                                       check=True).stdout)["policies"]
+    assert listed and all(entry in memreplay.policies() for entry in listed)
 
 
 def test_every_public_name_has_a_docstring():

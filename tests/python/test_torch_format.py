@@ -57,5 +57,32 @@ class FormatCheck(unittest.TestCase):
             _native.check_format(Path(libz))
 
 
+class FakeTorch:
+    """What the live recorder's header asks torch, with chosen answers."""
+
+    __version__ = "2.13.0+cu128"
+
+    class version:
+        git_version = "0123456789abcdef"
+
+    class cuda:
+        @staticmethod
+        def device_count():
+            return 0
+
+
+class TraceHeader(unittest.TestCase):
+    def test_the_header_names_the_torch_release_and_the_allocator_settings(self):
+        import memreplay.torch
+
+        snapshot = {"allocator_settings": {"expandable_segments": True, "max_split_size": -1}}
+        pairs = dict(memreplay.torch._header(FakeTorch, False, snapshot))
+        # The key every trace command compares (policies/torch_version.h: kTorchVersionSetting).
+        self.assertEqual(pairs["setting:torch_version"], "2.13.0+cu128")
+        self.assertEqual(pairs["setting:torch_git_version"], "0123456789abcdef")
+        self.assertEqual(pairs["setting:expandable_segments"], "True")
+        self.assertEqual(pairs["setting:max_split_size"], "-1")
+
+
 if __name__ == "__main__":
     unittest.main()

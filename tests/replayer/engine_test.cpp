@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "proto/input_error.h"
 #include "replayer/fragmentation.h"
@@ -14,8 +15,6 @@
 
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1 << 20;
 
 Event alloc(uint64_t address, uint64_t size, uint64_t stream = 0) {
   return Event{.kind = EventKind::alloc, .stream = stream, .address = address, .size = size};
@@ -47,9 +46,13 @@ TEST(Engine, MeasuresPeaksOfRequestedAllocatedAndReserved) {
   EXPECT_EQ(m.allocated_peak, 1024u + 3072u);
   EXPECT_EQ(m.reserved_peak, 2 * kMiB);
   EXPECT_EQ(m.device_alloc_calls, 1u);
-  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak, 1.0 - double(1024) / double(2 * kMiB));
-  EXPECT_EQ(m.total_free_at_peak, 2 * kMiB - 1024);
-  EXPECT_EQ(m.largest_free_at_peak, 2 * kMiB - 1024);
+  // AND "at the peak" is the peak's most-used moment (after the second alloc), not its first one
+  EXPECT_EQ(m.peak_replay_event, std::optional<uint64_t>(1));
+  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak, 1.0 - double(1024 + 3072) / double(2 * kMiB));
+  EXPECT_EQ(m.total_free_at_peak, 2 * kMiB - 1024 - 3072);
+  EXPECT_EQ(m.largest_free_at_peak, 2 * kMiB - 1024 - 3072);
+  // AND the other end: the least-used moment (after the first alloc)
+  EXPECT_DOUBLE_EQ(m.fragmentation_at_peak_max, 1.0 - double(1024) / double(2 * kMiB));
 }
 
 TEST(Engine, BlockStaysLiveUntilFreeCompleted) {
@@ -116,30 +119,38 @@ TEST(Engine, FreePassesTheStreamOfTheFreeEvent) {
   EXPECT_EQ(policy.free_streams, std::vector<StreamId>{7});
 }
 
-TEST(Engine, AFreeThePolicyRefusesIsAnInputErrorNamingTheEvent) {
-  SimDevice device(SimDevice::Options{});
-  RecordingPolicy policy;
-  policy.refuse = {4096};  // the first block
-  ReplaySession strict(policy, device, ReplayOptions{.trace_path = "t.mrt"});
-  try {
-    strict.feed_batch(std::vector<Event>{alloc(0x1000, 10), alloc(0x2000, 10), free_completed(0x1000)}, 40);
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("t.mrt: event 42: the policy refused the free_completed: free of 0x1000"), std::string::npos)
-        << message;
+// A free the policy refuses is the policy's fault, never the trace's: it stops the replay at that
+// event naming the policy, with --lenient too (which skips the trace's inconsistencies only).
+TEST(Engine, AFreeThePolicyRefusesStopsTheReplayNamingThePolicyAndTheEventLenientOrNot) {
+  for (const bool lenient : {false, true}) {
+    SimDevice device(SimDevice::Options{});
+    RecordingPolicy policy;
+    policy.refuse = {4096};  // the first block
+    ReplaySession session(policy, device,
+                          ReplayOptions{.trace_path = "t.mrt", .policy_spec = "recording", .lenient = lenient});
+    try {
+      session.feed_batch(std::vector<Event>{alloc(0x1000, 10), alloc(0x2000, 10), free_completed(0x1000)}, 40);
+      ADD_FAILURE() << "expected InputError, lenient " << lenient;
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message,
+                "t.mrt: event 42: policy 'recording' broke its contract: free of 0x1000, which this policy did not "
+                "hand out (or took back already)")
+          << message;
+    }
+    EXPECT_EQ(session.finish().skipped_events, 0u);
   }
+}
 
-  RecordingPolicy refusing;
-  refusing.refuse = {4096};
-  ReplaySession lenient(refusing, device, ReplayOptions{.lenient = true});
-  lenient.feed_batch(std::vector<Event>{alloc(0x1000, 10), alloc(0x2000, 30), free_completed(0x1000),
-                                        free_completed(0x2000), alloc(0x3000, 20)},
-                     0);
-  const ReplayMetrics m = lenient.finish();
-  EXPECT_EQ(m.skipped_events, 1u);
-  EXPECT_EQ(m.requested_peak, 40u);  // the refused block left the engine's books with its free
-  EXPECT_EQ(refusing.free_streams.size(), 2u);
+// What --lenient skips is counted, and the first is named (for the warning on stderr).
+TEST(Engine, LenientCountsTheSkippedEventsAndNamesTheFirst) {
+  Replay lenient("pytorch", {}, ReplayOptions{.lenient = true});
+  const auto m = lenient.run({alloc(0x1000, 10), free_completed(0x9999), free_completed(0x8888)});
+  EXPECT_EQ(m.skipped_events, 2u);
+  EXPECT_EQ(m.first_skipped, "event 1: free_completed of 0x9999, which is not a live block");
+  EXPECT_EQ(skipped_warning("t.mrt", m),
+            "t.mrt: --lenient skipped 2 events inconsistent with the live state (the first: event 1: "
+            "free_completed of 0x9999, which is not a live block); the numbers leave them out");
 }
 
 TEST(Engine, PolicyStatsAreReadTyped) {

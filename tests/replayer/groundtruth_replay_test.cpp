@@ -22,51 +22,52 @@ namespace t = testing;
 using nlohmann::json;
 
 // A SimDevice that also logs its driver calls as PyTorch's segment trace actions would name them.
+// Its own Device base applies the capacity; the SimDevice inside has none, so that it grants what
+// this one admits (Device::admit).
 class RecordingSimDevice final : public Device {
  public:
-  explicit RecordingSimDevice(SimDevice::Options options) : sim_(options) {}
+  explicit RecordingSimDevice(SimDevice::Options options)
+      : Device(options.total_memory, options.capacity), sim_(uncapped(options)) {}
   static inline std::vector<std::pair<std::string, uint64_t>> log;  // of the last replay
 
-  std::optional<uint64_t> malloc(uint64_t bytes) override {
-    auto address = sim_.malloc(bytes);
-    if (address) {
-      log.emplace_back("segment_alloc", bytes);
-      sizes_[*address] = bytes;
-    }
-    return address;
-  }
-  bool free(uint64_t address) override {
-    // A foreign address is refused before anything is logged, as the Device contract asks.
-    const auto it = sizes_.find(address);
-    if (it == sizes_.end()) return false;
-    log.emplace_back("segment_free", it->second);
-    sizes_.erase(it);
-    return sim_.free(address);
-  }
-  std::optional<uint64_t> reserve_address(uint64_t bytes) override { return sim_.reserve_address(bytes); }
-  void release_address(uint64_t address, uint64_t bytes) override { sim_.release_address(address, bytes); }
-  bool map(uint64_t address, uint64_t bytes) override {
-    const bool ok = sim_.map(address, bytes);
-    if (ok) log.emplace_back("segment_map", bytes);
-    return ok;
-  }
-  void unmap(uint64_t address, uint64_t bytes) override {
-    log.emplace_back("segment_unmap", bytes);
-    sim_.unmap(address, bytes);
-  }
   void recorded_malloc(uint64_t address, uint64_t bytes) override { sim_.recorded_malloc(address, bytes); }
   void recorded_free(uint64_t address) override { sim_.recorded_free(address); }
   bool left_recorded_placement() const override { return sim_.left_recorded_placement(); }
   uint64_t granularity() const override { return sim_.granularity(); }
-  uint64_t total_memory() const override { return sim_.total_memory(); }
-  std::optional<uint64_t> capacity() const override { return sim_.capacity(); }
-  uint64_t free_memory() const override { return sim_.free_memory(); }
-  const DeviceCounters& counters() const override { return sim_.counters(); }
   std::vector<std::pair<uint64_t, uint64_t>> backed_ranges() const override { return sim_.backed_ranges(); }
 
  private:
+  std::optional<uint64_t> do_malloc(uint64_t bytes) override {
+    auto address = sim_.malloc(bytes);
+    if (address) log.emplace_back("segment_alloc", bytes);
+    return address;
+  }
+  std::optional<uint64_t> do_free(uint64_t address) override {
+    // A foreign address is refused before anything is logged, as the Device contract asks.
+    const uint64_t before = sim_.counters().reserved_bytes;
+    if (!sim_.free(address)) return std::nullopt;
+    const uint64_t bytes = before - sim_.counters().reserved_bytes;
+    log.emplace_back("segment_free", bytes);
+    return bytes;
+  }
+  std::optional<uint64_t> do_reserve_address(uint64_t bytes) override { return sim_.reserve_address(bytes); }
+  void do_release_address(uint64_t address, uint64_t bytes) override { sim_.release_address(address, bytes); }
+  bool do_map(uint64_t address, uint64_t bytes) override {
+    const bool ok = sim_.map(address, bytes);
+    if (ok) log.emplace_back("segment_map", bytes);
+    return ok;
+  }
+  void do_unmap(uint64_t address, uint64_t bytes) override {
+    log.emplace_back("segment_unmap", bytes);
+    sim_.unmap(address, bytes);
+  }
+
+  static SimDevice::Options uncapped(SimDevice::Options options) {
+    options.capacity.reset();
+    return options;
+  }
+
   SimDevice sim_;
-  std::map<uint64_t, uint64_t> sizes_;
 };
 
 MEMREPLAY_REGISTER_DEVICE(recording_sim, "recording-sim", "SimDevice that logs driver calls (tests)",

@@ -21,6 +21,21 @@ TEST(StartingStateUnderACap, IsAnOomAtTheFirstAdoptedBlock) {
   EXPECT_EQ(m.ooms, 1u);
 }
 
+// The same without a capacity, where the policy's own limit is what the state does not fit in
+// (it was "the state the trace starts in does not fit on this device", exit 2).
+TEST(StartingStateUnderAPolicysOwnLimit, IsAnOomAtTheFirstAdoptedBlockItCannotHold) {
+  ReplayOptions options;
+  options.trace_path = testing::imported_trace("gpt2_train.truncated");
+  for (const char* policy : {"rmm_pool:maximum_pool_size:512MiB", "rmm_arena:arena_size:256MiB"}) {
+    options.policy_spec = policy;
+    const ReplayMetrics m = run_replay(options);
+    ASSERT_TRUE(m.oom_at_event) << policy;
+    EXPECT_EQ(*m.oom_at_event, 0u) << policy;
+    EXPECT_GT(m.oom_request_bytes.value_or(0), 0u) << policy;
+    EXPECT_EQ(m.ooms, 1u) << policy;
+  }
+}
+
 TEST(StartingStateUnderACap, FitFindsTheSmallestCapacityForEveryPolicyWithoutError) {
   ReplayOptions options;
   options.trace_path = testing::imported_trace("gpt2_train.truncated");

@@ -1,11 +1,14 @@
 // memreplay check, the CI gate, on real traces: a baseline it passes, a regression it names, the
-// bad inputs it refuses (exit 2, one line, no output file left).
+// bad inputs it refuses (exit 2, one line, the error in the JUnit report), a replay that ran out
+// of memory failing every limit.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "replayer/replay_runner.h"
+#include "tests/support/check_fixture.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_support.h"
 
@@ -13,22 +16,9 @@ namespace memreplay {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::run_memreplay;
 using testing::slurp;
 
-class CheckCommand : public testing::TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    trace_ = path("gpt2_train.mrt");
-    fs::copy_file(testing::imported_trace("gpt2_train.default"), trace_);
-    baseline_ = path("baseline.json");
-  }
-  testing::CliRun run(const std::string& arguments) { return run_memreplay(arguments, dir_); }
-  nlohmann::json baseline() { return nlohmann::json::parse(slurp(baseline_)); }
-  void write_baseline(const nlohmann::json& j) { std::ofstream(baseline_) << j.dump(2); }
-  std::string trace_, baseline_;
-};
+using CheckCommand = testing::CheckBaselineTest;
 
 TEST_F(CheckCommand, PassesAgainstTheBaselineItWroteAndFailsWhenTheTraceGetsWorse) {
   auto r = run("check " + trace_ + " --policy pytorch --policy pytorch:expandable_segments:True --baseline " +
@@ -39,6 +29,9 @@ TEST_F(CheckCommand, PassesAgainstTheBaselineItWroteAndFailsWhenTheTraceGetsWors
   EXPECT_EQ(written["entries"][0]["trace"], "gpt2_train");
   // groundtruth/replay/gpt2_train.default.default: PyTorch's own reserved peak.
   EXPECT_EQ(written["entries"][0]["metrics"]["reserved_peak"], 8082423808.0);
+  EXPECT_EQ(written["schema_version"], 2);
+  EXPECT_GT(written["entries"][0]["metrics"]["requested_peak"].get<double>(), 7e9);
+  EXPECT_GT(written["entries"][0]["metrics"]["events"].get<double>(), 0);
 
   r = run("check " + trace_ + " --policy pytorch --policy pytorch:expandable_segments:True --baseline " + baseline_ +
           " --junit " + path("check.xml") + " --markdown " + path("check.md"));
@@ -77,22 +70,54 @@ TEST_F(CheckCommand, PlainLimitsWithoutABaseline) {
   // gpt2_train's requested peak is 7.17 GiB: 6 GiB cannot fit.
   r = run("check " + trace_ + " --policy pytorch --capacity 6GiB");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("ran out of memory under --capacity"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ran out of memory under --capacity at event "), std::string::npos) << r.err;
+}
+
+// per_process_memory_fraction:0.0001 leaves the policy 14 MiB of the H200: the replay runs out of
+// memory at its first allocation (147 MiB), so its reserved peak is 0 and --max-reserved 1MiB alone would pass it.
+TEST_F(CheckCommand, AReplayThatRanOutOfMemoryFailsEveryLimit) {
+  ReplayOptions brute;
+  brute.trace_path = trace_;
+  brute.policy_spec = "pytorch:per_process_memory_fraction:0.0001";
+  const ReplayMetrics m = run_replay(brute);
+  ASSERT_EQ(m.oom_at_event, 0u);
+  ASSERT_LE(m.reserved_peak, 1u << 20);
+
+  auto r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --max-reserved 1MiB --json " +
+               path("r.json"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("ran out of memory at event 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reserved_peak 0 B <= limit 1.00 MiB (--max-reserved): the replay ran out of memory"),
+            std::string::npos)
+      << r.err;
+  const auto result = nlohmann::json::parse(slurp(path("r.json")));
+  EXPECT_EQ(result["cases"][0]["status"], "failed");
+  EXPECT_EQ(result["cases"][0]["oom"]["event"], 0);
+  for (const auto& f : result["cases"][0]["findings"]) EXPECT_TRUE(f["regression"].get<bool>()) << f.dump();
+
+  // Against a baseline: the OOM fails it as well, and an update refuses to record it.
+  ASSERT_EQ(run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --update-baseline").status, 0);
+  auto entry = baseline();
+  entry["entries"][0]["policy"] = "pytorch:per_process_memory_fraction:0.0001";
+  write_baseline(entry);
+  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --baseline " + baseline_);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("ran out of memory (baseline: fitted) at event 0"), std::string::npos) << r.err;
+  r = run("check " + trace_ + " --policy pytorch:per_process_memory_fraction:0.0001 --baseline " + baseline_ +
+          " --update-baseline --accept");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("baseline NOT updated: 1 case(s) failed their limits"), std::string::npos) << r.out;
+  EXPECT_EQ(baseline(), entry);
 }
 
 TEST_F(CheckCommand, RefusesBadInputWithOneLineAndExit2) {
   ASSERT_EQ(run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --update-baseline").status, 0);
   const auto one_line = [](const testing::CliRun& r) { return r.err.find('\n') == r.err.size() - 1; };
 
-  auto r = run("check " + trace_ + " --policy pytorch:max_split_size_mb:64 --baseline " + baseline_);
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("no entry for trace 'gpt2_train' with policy 'pytorch:max_split_size_mb:64'"), std::string::npos)
-      << r.err;
-  EXPECT_TRUE(one_line(r)) << r.err;
-
-  r = run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --tolerance reserved=1%");
+  auto r = run("check " + trace_ + " --policy pytorch --baseline " + baseline_ + " --tolerance reserved=1%");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("unknown metric 'reserved'"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
 
   auto other = baseline();
   other["schema_version"] = 99;
@@ -101,16 +126,18 @@ TEST_F(CheckCommand, RefusesBadInputWithOneLineAndExit2) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("baseline schema version 99"), std::string::npos) << r.err;
   EXPECT_TRUE(one_line(r)) << r.err;
-  EXPECT_FALSE(fs::exists(path("j.xml")));
+  // The CI still gets its report: one failing case naming the error.
+  EXPECT_NE(slurp(path("j.xml")).find("type=\"bad-input\""), std::string::npos) << slurp(path("j.xml"));
+  EXPECT_NE(slurp(path("j.xml")).find("baseline schema version 99"), std::string::npos);
 
   // A trace cut off before its footer: its numbers would be partial.
   const std::string cut = path("cut.mrt");
   fs::copy_file(trace_, cut);
   fs::resize_file(cut, fs::file_size(cut) - 40);
-  r = run("check " + cut + " --policy pytorch --max-overhead 2 --junit " + path("j.xml"));
+  r = run("check " + cut + " --policy pytorch --max-overhead 2 --junit " + path("cut.xml"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("the trace is incomplete"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(path("j.xml")));
+  EXPECT_NE(slurp(path("cut.xml")).find("the trace is incomplete"), std::string::npos);
   EXPECT_EQ(run("check " + cut + " --policy pytorch --max-overhead 2 --allow-incomplete").status, 0);
 
   EXPECT_EQ(run("check " + trace_ + " --policy pytorch").status, 2);  // nothing to check against

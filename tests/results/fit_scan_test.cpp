@@ -19,7 +19,7 @@ bool fits(const std::string& trace, uint64_t capacity) {
 TEST(FitScan, FindsBothAnswersWhereFittingIsNotMonotonic) {
   ReplayOptions o;
   o.trace_path = testing::imported_trace("vit_infer_varbatch.default");
-  const auto scan = results::scan_min_capacity(o, 1 << 20, 32);
+  const auto scan = results::scan_min_capacity(o, {.resolution_bytes = 1 << 20, .grid_points = 32});
   EXPECT_FALSE(scan.monotonic);
   EXPECT_LT(scan.smallest_fit_bytes, scan.largest_fail_bytes);
   EXPECT_GT(scan.fits_above_bytes, scan.largest_fail_bytes);
@@ -36,7 +36,7 @@ TEST(FitScan, MonotonicTraceGivesOneAnswer) {
   ReplayOptions o;
   o.trace_path = testing::imported_trace("multistream_pipeline.default");
   o.policy_spec = "pytorch:expandable_segments:True";
-  const auto scan = results::scan_min_capacity(o, 1 << 20, 16);
+  const auto scan = results::scan_min_capacity(o, {.resolution_bytes = 1 << 20, .grid_points = 16});
   EXPECT_TRUE(scan.monotonic);
   EXPECT_EQ(scan.smallest_fit_bytes, scan.fits_above_bytes);
   EXPECT_LE(scan.smallest_fit_bytes - scan.largest_fail_bytes, 1u << 20);

@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 
 struct PageLoad {
   std::string body;  // the <body ...> tag after the scripts ran: its data-* say what was drawn
+  std::string dom;  // the whole page after the scripts ran
   std::string log;  // Chromium's log: console messages appear as CONSOLE lines
   int status = -1;
 };
@@ -37,6 +38,7 @@ PageLoad load_in_chromium(const std::string& html, const std::string& dir) {
   const std::string text = testing::slurp(dom);
   std::smatch m;
   if (std::regex_search(text, m, std::regex("<body[^>]*>"))) p.body = m.str();
+  p.dom = text;
   p.log = testing::slurp(log);
   return p;
 }
@@ -152,6 +154,40 @@ TEST_F(ReportCommand, ZoomShowsExactValuesPastTwoToTheTwentiethEvent) {
         << "event " << at << ": expected requested, reserved, allocated " << expected << "\n"
         << load.body;
   }
+}
+
+// Under a cap: the capacity line, a marker at each OOM, the y axis named, the segment map's colours
+// explained, the scale switch; uncapped, a policy that takes the device up front (bfc) starts
+// hidden with a note, and the log scale shows it.
+TEST_F(ReportCommand, CapacityLineOomMarkersAxisTitleLegendAndScaleSwitch) {
+  const std::string trace = testing::imported_trace("gpt2_train.stacks"), capped = path("capped.html");
+  auto r = testing::run_memreplay("report " + trace +
+                                      " --policy pytorch --policy pytorch:expandable_segments:True --policy cuda_async "
+                                      "--capacity 7.4GiB -o " +
+                                      capped,
+                                  dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  PageLoad load = load_in_chromium(capped, dir_.string());
+  ASSERT_NE(load.body.find("data-state=\"drawn\""), std::string::npos) << load.body;
+  EXPECT_EQ(attribute(load.body, "data-errors"), 0) << load.body;
+  EXPECT_NE(load.body.find("data-capacity-line=\"capacity 7.40 GiB\""), std::string::npos) << load.body;
+  EXPECT_EQ(attribute(load.body, "data-oom-markers"), 2) << "pytorch and cuda_async run out: " << load.body;
+  EXPECT_NE(load.body.find("data-y-axis-label=\"bytes\""), std::string::npos) << load.body;
+  EXPECT_GT(attribute(load.body, "data-legend-entries"), 2) << load.body;
+  EXPECT_NE(load.dom.find("id=\"scale-log\""), std::string::npos);
+  EXPECT_NE(load.dom.find("*: the lowest reserved peak without OOM"), std::string::npos);
+
+  const std::string whole = path("whole.html");
+  r = testing::run_memreplay("report " + trace + " --policy pytorch --policy bfc -o " + whole, dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  load = load_in_chromium(whole, dir_.string());
+  EXPECT_EQ(attribute(load.body, "data-errors"), 0) << load.body;
+  EXPECT_NE(load.dom.find("Hidden at first: bfc (reserved peak 139.80 GiB)"), std::string::npos);
+  EXPECT_NE(load.dom.find("bfc reserves up front"), std::string::npos);
+  load = load_in_chromium(whole + "#scale=log", dir_.string());
+  EXPECT_NE(load.body.find("data-timeline-scale=\"log\""), std::string::npos) << load.body;
+  EXPECT_NE(load.body.find("data-y-axis-label=\"bytes (log scale)\""), std::string::npos) << load.body;
+  EXPECT_NE(load.body.find("data-capacity-line=\"device memory 139.80 GiB\""), std::string::npos) << load.body;
 }
 
 TEST_F(ReportCommand, DamagedOrIncompleteTraceGetsNoReport) {

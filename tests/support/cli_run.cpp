@@ -1,4 +1,5 @@
 #include "tests/support/cli_run.h"
+#include "tests/support/bounded_run.h"
 
 #include <sys/wait.h>
 
@@ -28,6 +29,23 @@ CliRun run_shell(const std::string& command, const std::filesystem::path& scratc
   run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   if (!err_path.empty()) run.err = slurp(err_path);
   return run;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+CliRun run_memreplay_bounded(const std::string& arguments, const std::filesystem::path& scratch_dir) {
+  const std::string limit = kSanitized ? "" : "ulimit -v 1048576; ";
+  return run_shell("sh -c '" + limit + "exec timeout 10 " + MEMREPLAY_CLI + " " + arguments + "'", scratch_dir);
 }
 
 }  // namespace memreplay::testing

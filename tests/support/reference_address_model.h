@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/units.h"
+
 namespace memreplay::testing {
 
 class ReferenceAddressModel {
@@ -19,7 +21,6 @@ class ReferenceAddressModel {
   static constexpr uint64_t kChunkUnit = 32ull << 20;
 
   ReferenceAddressModel(uint64_t top, uint64_t va_bytes) {
-    constexpr uint64_t kMiB = 1ull << 20;
     va_free_[top - va_bytes] = top;
     for (const auto& [offset, bytes] : {std::pair{488 * kMiB, 24 * kMiB}, std::pair{414 * kMiB, 2 * kMiB}}) {
       Chunk& hole = add_chunk(top + offset, top + offset + bytes);

@@ -52,9 +52,10 @@ void BM_CheckAllSharedTraces(benchmark::State& state) {
       base.trace_path = t;
       const auto replays = results::replay_policies(base, kPolicies);
       for (size_t p = 0; p < kPolicies.size(); ++p) {
-        const auto values = results::metric_values(replays.metrics[p], std::nullopt);
-        benchmark::DoNotOptimize(results::evaluate_case(results::trace_name(t), kPolicies[p], values, nullptr, {},
-                                                        results::Limits{{}, 10.0, false}));
+        const results::CaseInput input{results::trace_name(t), kPolicies[p],
+                                       results::metric_values(replays.metrics[p], std::nullopt), std::nullopt};
+        benchmark::DoNotOptimize(
+            results::evaluate_case(input, nullptr, false, {}, results::Limits{{}, 10.0, false}, {}));
         ++cases;
       }
     }

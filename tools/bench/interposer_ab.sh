@@ -28,7 +28,7 @@
 # interval is at most 200 ns, no when all of it is above, "?" when the noise straddles the target.
 # Exit status 0 when every run worked, A runs were plain, B runs interposed and nothing was dropped.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 build=build mode="" rounds=7 repetitions=5 min_time=0.05 batches="" pause_us=1000 filter=. metric="" json=""
 positional=0

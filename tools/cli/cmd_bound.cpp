@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/bound/offline_bound.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -38,8 +39,11 @@ void bound(const BoundOptions& options) {
     std::printf("  static placement, 512-rounded sizes   %12s  %.4f x  (live peak of rounded sizes %s)\n",
                 format_bytes(b.greedy_rounded).c_str(), ratio(b.greedy_rounded), format_bytes(b.rounded_peak).c_str());
     std::printf("  %.3f s\n", b.seconds);
+    if (!options.minimalloc.empty())
+      std::printf("  lifetimes of %zu blocks written to %s (MiniMalloc CSV: id,lower,upper,size)\n", blocks.size(),
+                  options.minimalloc.c_str());
   }
-  if (!options.json.empty()) write_json(to_json(b, options.trace), options.json);
+  if (!options.json.empty()) write_json(to_json(b, options.trace, options.minimalloc), options.json);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // memreplay export TRACE --to memory-viz|perfetto -o FILE: the trace in the viewers people use.
-#include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "results/memory_viz_export.h"
 #include "results/perfetto_export.h"
@@ -29,7 +29,13 @@ struct ExportOptions {
   std::vector<std::string> policies;
   uint32_t trace_device = 0;
   bool allow_incomplete = false;
+  std::string json;
 };
+
+// What was written, as `--json` reports it.
+nlohmann::json written_json(const ExportOptions& options, const std::string& bytes) {
+  return {{"trace", options.trace}, {"to", options.to}, {"output", options.output}, {"bytes", bytes.size()}};
+}
 
 void export_trace(const ExportOptions& options) {
   refuse_incomplete_trace(options.trace, options.allow_incomplete, "--allow-incomplete to export what it holds");
@@ -40,20 +46,37 @@ void export_trace(const ExportOptions& options) {
     if (out.segments_replayed_under.empty() && !options.policies.empty())
       warn("--policy is not used: the trace has segment events of its own, exported as they are");
     write_file_atomically(options.output, out.pickle);
-    std::printf("%s: %llu trace entries and %llu segments written to %s\n", options.trace.c_str(),
-                static_cast<unsigned long long>(out.entries), static_cast<unsigned long long>(out.segments),
-                options.output.c_str());
-    if (!out.segments_replayed_under.empty())
-      std::printf(
-          "  the trace has no segment events: segments, block addresses and block sizes are those of a "
-          "replay under %s\n",
-          out.segments_replayed_under.c_str());
+    if (options.json != "-") {
+      std::printf("%s: %llu trace entries and %llu segments written to %s\n", options.trace.c_str(),
+                  static_cast<unsigned long long>(out.entries), static_cast<unsigned long long>(out.segments),
+                  options.output.c_str());
+      if (!out.segments_replayed_under.empty())
+        std::printf(
+            "  the trace has no segment events: segments, block addresses and block sizes are those of a "
+            "replay under %s\n",
+            out.segments_replayed_under.c_str());
+    }
+    if (!options.json.empty()) {
+      nlohmann::json summary = written_json(options, out.pickle);
+      summary["entries"] = out.entries;
+      summary["segments"] = out.segments;
+      summary["segments_replayed_under"] =
+          out.segments_replayed_under.empty() ? nlohmann::json(nullptr) : nlohmann::json(out.segments_replayed_under);
+      write_json(summary, options.json);
+    }
     return;
   }
-  write_file_atomically(options.output,
-                        results::export_perfetto_replays(options.trace, options.trace_device, options.policies));
-  std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(),
-              std::max<size_t>(options.policies.size(), 1), options.output.c_str());
+  const std::vector<std::string> policies = results::perfetto_export_policies(options.policies);
+  const std::string perfetto = results::export_perfetto_replays(options.trace, options.trace_device, policies);
+  write_file_atomically(options.output, perfetto);
+  if (options.json != "-")
+    std::printf("%s: %zu policies' counters and the allocations written to %s\n", options.trace.c_str(),
+                policies.size(), options.output.c_str());
+  if (!options.json.empty()) {
+    nlohmann::json summary = written_json(options, perfetto);
+    summary["policies"] = policies;
+    write_json(summary, options.json);
+  }
 }
 
 }  // namespace
@@ -70,6 +93,7 @@ void add_export_command(CLI::App& app) {
                      "replay lays out the segments of a trace that has none (default pytorch)");
   command.add_option("--trace-device", options.trace_device, "which recorded device (default 0)");
   command.add_flag("--allow-incomplete", options.allow_incomplete, "export a trace that has no footer");
+  add_json_option(command, options.json, "what was written (trace, format, output file, bytes, counts)");
 }
 
 }  // namespace memreplay::cli

@@ -3,6 +3,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/text_escape.h"
+#include "base/units.h"
 #include "proto/trace_reader.h"
 #include "replayer/trace_summary.h"
 #include "tools/cli/command.h"
@@ -17,26 +19,37 @@ constexpr const char* kHelp =
     "bytes and the stacks live at it.\n"
     "  memreplay info run.mrt --json";
 
+// A string of the summary as the terminal may show it: the trace's text is escaped.
+std::string text(const nlohmann::json& value) { return terminal_safe(value.get<std::string>()); }
+
 void print_summary(const nlohmann::json& s) {
-  std::printf("%s: %s trace (format %s)%s\n", s["trace"].get<std::string>().c_str(),
-              s["source"].get<std::string>().c_str(), s["format_version"].get<std::string>().c_str(),
+  std::printf("%s: %s trace (format %s)%s\n", text(s["trace"]).c_str(), text(s["source"]).c_str(),
+              text(s["format_version"]).c_str(),
               s["complete"].get<bool>() ? "" : ", INCOMPLETE: read up to its last whole chunk");
-  if (!s["source_file"].get<std::string>().empty())
-    std::printf("  imported from %s\n", s["source_file"].get<std::string>().c_str());
+  if (!s["source_file"].get<std::string>().empty()) std::printf("  imported from %s\n", text(s["source_file"]).c_str());
+  if (!s["allocator_settings"].empty()) {
+    std::string settings;
+    for (const auto& [key, value] : s["allocator_settings"].items())
+      settings += (settings.empty() ? "" : ",") + key + ":" + value.get<std::string>();
+    std::printf("  recorded with allocator settings %s\n", terminal_safe(settings).c_str());
+  }
   if (s["starts_mid_run"].get<bool>())
     std::printf("  starts mid-run: the allocator state at its first entry was rebuilt\n");
   std::map<std::string, std::string> pool_labels{{"0", "default"}};
   for (const auto& p : s["pools"]) {
-    const std::string kind = p["kind"].get<std::string>().empty() ? "kind unknown" : p["kind"].get<std::string>();
+    const std::string kind = p["kind"].get<std::string>().empty() ? "kind unknown" : text(p["kind"]);
     std::printf("  private pool %u: %s, PyTorch id (%llu, %llu)%s\n", p["id"].get<unsigned>(), kind.c_str(),
                 p["torch_id"][0].get<unsigned long long>(), p["torch_id"][1].get<unsigned long long>(),
-                p["name"].get<std::string>().empty() ? "" : (" " + p["name"].get<std::string>()).c_str());
+                p["name"].get<std::string>().empty() ? "" : (" " + text(p["name"])).c_str());
     pool_labels[std::to_string(p["id"].get<unsigned>())] = kind;
   }
   for (const auto& d : s["devices"]) {
+    std::string gpu = text(d["name"]);
+    if (d["total_memory"].get<uint64_t>() > 0)
+      gpu += (gpu.empty() ? "" : ", ") + format_bytes(d["total_memory"].get<uint64_t>());
     std::printf("device %d%s: %zu streams, %.3f s\n", d["device"].get<int>(),
-                d["name"].get<std::string>().empty() ? "" : (" (" + d["name"].get<std::string>() + ")").c_str(),
-                d["streams"].size(), d["duration_ns"].get<double>() / 1e9);
+                gpu.empty() ? "" : (" (" + gpu + ")").c_str(), d["streams"].size(),
+                d["duration_ns"].get<double>() / 1e9);
     for (const auto& [kind, count] : d["events_per_kind"].items())
       std::printf("  %-18s %llu\n", kind.c_str(), count.get<unsigned long long>());
     for (const auto& [kind, count] : d["inferred_per_kind"].items())
@@ -61,6 +74,10 @@ void print_summary(const nlohmann::json& s) {
                   format_bytes(p["peak_reserved_bytes"].get<uint64_t>()).c_str(),
                   format_bytes(p["peak_requested_bytes"].get<uint64_t>()).c_str());
     }
+    if (!d["peak_reserved_bytes"].is_null())
+      std::printf("  recorded reserved peak: %s (%llu bytes; the segments the allocator held)\n",
+                  format_bytes(d["peak_reserved_bytes"].get<uint64_t>()).c_str(),
+                  d["peak_reserved_bytes"].get<unsigned long long>());
     std::printf("  peak live requested: %s (%llu bytes) at event %llu\n",
                 format_bytes(d["peak_requested_bytes"].get<uint64_t>()).c_str(),
                 d["peak_requested_bytes"].get<unsigned long long>(), d["peak_event"].get<unsigned long long>());
@@ -68,8 +85,8 @@ void print_summary(const nlohmann::json& s) {
       if (top["stack"].empty()) continue;
       const auto& f = top["stack"][0];
       std::printf("    %10s in %llu blocks from %s:%d %s\n", format_bytes(top["bytes"].get<uint64_t>()).c_str(),
-                  top["blocks"].get<unsigned long long>(), f["filename"].get<std::string>().c_str(),
-                  f["line"].get<int>(), f["name"].get<std::string>().c_str());
+                  top["blocks"].get<unsigned long long>(), text(f["filename"]).c_str(), f["line"].get<int>(),
+                  text(f["name"]).c_str());
     }
   }
 }

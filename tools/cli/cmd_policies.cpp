@@ -3,8 +3,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "replayer/device_registry.h"
+#include "replayer/sim/sim_device.h"
+#include "results/policy_list.h"
+#include "results/text_table.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/text_format.h"
@@ -19,22 +23,34 @@ void add_policies_command(CLI::App& app) {
   auto json = std::make_shared<std::string>();
   add_json_option(*command, *json, "the policies and devices");
   command->callback([json] {
+    load_environment_plugins();
     if (!json->empty()) {
-      nlohmann::json out = {{"policies", nlohmann::json::array()}, {"devices", nlohmann::json::array()}};
-      for (const auto& p : PolicyRegistry::instance().policies())
-        out["policies"].push_back({{"name", p.name}, {"description", p.description}, {"options", p.options_help}});
-      for (const auto& d : DeviceRegistry::instance().devices())
-        out["devices"].push_back({{"name", d.name}, {"description", d.description}});
-      write_json(out, *json);
+      write_json(results::policy_list_json(), *json);
       if (*json == "-") return;
     }
-    std::printf("Policies (--policy NAME[:OPTIONS]):\n");
-    for (const auto& p : PolicyRegistry::instance().policies())
-      std::printf("  %-12s %s\n  %-12s options: %s\n", p.name.c_str(), p.description.c_str(), "",
-                  p.options_help.c_str());
-    std::printf("Devices (--device NAME[:INDEX]):\n");
-    for (const auto& d : DeviceRegistry::instance().devices())
-      std::printf("  %-12s %s\n", d.name.c_str(), d.description.c_str());
+    std::string text = "Policies (--policy NAME[:OPTIONS]):\n";
+    const auto line = [&](const std::string& head, const std::string& body) {
+      char name[32];
+      std::snprintf(name, sizeof name, "  %-12s ", head.c_str());
+      text += results::wrap_text(name + body, results::kTableWidth, std::string(15, ' '));
+    };
+    for (const auto& p : PolicyRegistry::instance().policies()) {
+      line(p.name, p.description);
+      line("", "options: " + p.options_help);
+      if (!p.reserves_up_front.empty()) line("", "reserves up front: " + p.reserves_up_front);
+      if (!p.models_torch_version.empty())
+        line("", "models PyTorch " + p.models_torch_version +
+                     "; other releases may decide otherwise, and no ground truth of theirs is here "
+                     "(docs/pytorch-versions.md)");
+    }
+    text += "Devices (--device NAME[:INDEX]):\n";
+    for (const auto& d : DeviceRegistry::instance().devices()) line(d.name, d.description);
+    text += results::wrap_text("The simulated device (sim) has " + format_bytes(kH200TotalMemory) +
+                                   " (an H200's memory), or the memory of the GPU a trace recorded when the trace "
+                                   "says; --capacity caps what the process may hold. A policy that reserves up front "
+                                   "takes its share of that.",
+                               results::kTableWidth, "");
+    std::fputs(text.c_str(), stdout);
   });
 }
 

@@ -1,6 +1,7 @@
 // memreplay record -o TRACE -- CMD ARGS: runs a program with the CUDA interposer preloaded
 // (recorder/interposer/hooks.h) and summarizes the trace it leaves, or the traces: each process
 // of the run that makes CUDA calls writes one (TRACE, then TRACE-without-.mrt.<pid>.mrt).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/text_escape.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "proto/trace_writer.h"
@@ -163,7 +165,8 @@ void print_summary(const nlohmann::json& trace) {
   std::printf("  %-16s %-28s %-28s %8s %7s %16s\n", "kind", "api", "caller", "calls", "failed", "bytes");
   for (const auto& g : trace["device_allocations"])
     std::printf("  %-16s %-28s %-28s %8llu %7llu %16llu\n", g["kind"].get<std::string>().c_str(),
-                g["api"].get<std::string>().c_str(), g["caller"].get<std::string>().c_str(),
+                terminal_safe(g["api"].get<std::string>()).c_str(),
+                terminal_safe(g["caller"].get<std::string>()).c_str(),
                 static_cast<unsigned long long>(g["calls"].get<uint64_t>()),
                 static_cast<unsigned long long>(g["failed"].get<uint64_t>()),
                 static_cast<unsigned long long>(g["bytes"].get<uint64_t>()));
@@ -177,8 +180,14 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-int run_command(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
+// `exec_error`: set to the errno of a program that could not be started (0 when it ran).
+int run_command(const std::vector<std::string>& command, const std::map<std::string, std::string>& env,
+                int& exec_error) {
   const ChildCommand child(command, env);
+  // The child reports a failed exec through this pipe; a successful one closes it (O_CLOEXEC).
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0)
+    throw InputError(std::string("cannot start the command: ") + std::strerror(errno));
   struct sigaction ignore {
   }, forward{}, old_int{}, old_quit{}, old_term{}, old_hup{};
   ignore.sa_handler = SIG_IGN;
@@ -193,11 +202,20 @@ int run_command(const std::vector<std::string>& command, const std::map<std::str
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    ::close(report[0]);
     execvpe(child.program(), child.argv(), child.envp());
-    std::fprintf(stderr, "memreplay record: cannot run %s: %s\n", child.program(), std::strerror(errno));
+    const int error = errno;
+    [[maybe_unused]] const ssize_t n = ::write(report[1], &error, sizeof error);
     _exit(127);
   }
-  if (pid < 0) throw InputError(std::string("cannot start the command: ") + std::strerror(errno));
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    throw InputError(std::string("cannot start the command: ") + std::strerror(errno));
+  }
+  exec_error = 0;
+  while (::read(report[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {}
+  ::close(report[0]);
   g_child = pid;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -213,8 +231,12 @@ void record(const RecordOptions& options) {
   const std::string interposer = find_interposer(options.interposer);
   const fs::path output = fs::absolute(options.output);
   if (!fs::exists(output.parent_path())) throw InputError(output.parent_path().string() + ": no such directory");
-  // This run's traces replace an earlier run's: a leftover would pass for one of ours.
+  // This run's traces replace an earlier run's: a leftover would pass for one of ours. Only a
+  // file is removed (never a device such as /dev/null: the recorded process creates the trace).
   std::error_code ec;
+  const fs::file_status existing = fs::symlink_status(output, ec);
+  if (fs::exists(existing) && !fs::is_regular_file(existing) && !fs::is_symlink(existing))
+    throw InputError(options.output + ": not a regular file: the recorded program creates the trace there");
   fs::remove(output, ec);
   for (const fs::path& old : per_process_traces(output)) fs::remove(old, ec);
 
@@ -228,9 +250,21 @@ void record(const RecordOptions& options) {
   env["LD_PRELOAD"] = interposer + (preload && *preload ? std::string(":") + preload : "");
   if (options.quiet) env["MEMREPLAY_QUIET"] = "1";
 
-  const int status = run_command(options.command, env);
+  int exec_error = 0;
+  const int status = run_command(options.command, env, exec_error);
   int exit_status = 0;
   nlohmann::json result = {{"command", options.command}, {"interposer", interposer}};
+  if (exec_error != 0) {
+    // Nothing ran, so nothing was recorded: no trace (an empty one would pass for a run), and the
+    // exit status a shell gives, 127 for a program not found, 126 for one that cannot run.
+    const std::string why = "cannot run " + options.command[0] + ": " + std::strerror(exec_error);
+    std::fprintf(stderr, "memreplay record: %s; no trace written\n", terminal_safe(why).c_str());
+    result["error"] = why;
+    result["traces"] = nlohmann::json::array();
+    if (!options.summary_json.empty()) write_json(result, options.summary_json);
+    command_exit_status = exec_error == ENOENT ? 127 : 126;
+    return;
+  }
   if (WIFEXITED(status)) {
     exit_status = WEXITSTATUS(status);
     result["exit_status"] = exit_status;
@@ -251,7 +285,7 @@ void record(const RecordOptions& options) {
       if (!options.quiet && options.summary_json != "-") print_summary(trace);
       result["traces"].push_back(std::move(trace));
     } catch (const InputError& e) {
-      std::fprintf(stderr, "memreplay record: %s\n", e.what());
+      std::fprintf(stderr, "memreplay record: %s\n", terminal_safe(e.what()).c_str());
       result["traces"].push_back({{"path", p.string()}, {"error", e.what()}});
     }
   }

@@ -2,7 +2,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
+#include "results/metrics_table.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_flags.h"
@@ -20,6 +22,7 @@ constexpr const char* kHelp =
 struct ReplayCommandOptions {
   ReplayOptions replay;
   std::string json;
+  bool wide = false;
 };
 
 void replay(const ReplayCommandOptions& options) {
@@ -29,13 +32,17 @@ void replay(const ReplayCommandOptions& options) {
   if (const auto warning = incomplete_warning(options.replay.trace_path, m))
     std::fprintf(stderr, "memreplay: warning: %s\n", warning->c_str());
   if (options.json != "-") {
-    print_metrics_table({m});
+    std::fputs(results::metrics_table_text({m}, {.wide = options.wide}).c_str(), stdout);
     print_latency_table(m);
   }
-  if (m.oom_at_event && options.json != "-")
+  if (m.oom_at_event && options.json != "-") {
     std::printf("OOM at replay event %llu (trace event %llu): %s requested\n",
                 static_cast<unsigned long long>(*m.oom_at_event), static_cast<unsigned long long>(*m.oom_trace_event),
                 format_bytes(*m.oom_request_bytes).c_str());
+    if (options.replay.continue_after_oom)
+      std::printf("%llu allocations failed in all (--keep-going replayed past each)\n",
+                  static_cast<unsigned long long>(m.ooms));
+  }
   if (!options.json.empty()) write_json(to_json(m), options.json);
   // A CI step that replays under --capacity fails when the job would not fit (as `fit --capacity`).
   if (m.oom_at_event) command_exit_status = 1;
@@ -50,6 +57,7 @@ void add_replay_command(CLI::App& app) {
                      "NAME[:OPTIONS], options written as in PYTORCH_CUDA_ALLOC_CONF "
                      "(see `memreplay policies`)");
   add_json_option(command, options.json, "the metrics");
+  command.add_flag("--wide", options.wide, "every column: allocated and requested peaks, each kind of device call");
 }
 
 }  // namespace memreplay::cli

@@ -25,6 +25,7 @@ struct ReportOptions {
   std::string output;
   std::string json;
   bool allow_incomplete = false;
+  double max_call_ratio = results::kDefaultMaxCallRatio;
 };
 
 void report(const ReportOptions& options) {
@@ -37,7 +38,7 @@ void report(const ReportOptions& options) {
     one.policy_spec = spec;
     warn_before_replay(one);
   }
-  const nlohmann::json data = results::build_report_data(options.replay, policies);
+  const nlohmann::json data = results::build_report_data(options.replay, policies, options.max_call_ratio);
   const std::string page = results::render_report_html(data);
   write_file_atomically(options.output, page);
   if (options.json != "-")
@@ -56,6 +57,7 @@ void add_report_command(CLI::App& app) {
                         options.json, "the report's data");
   command.add_option("-o,--output", options.output, "the HTML file to write")->required();
   command.add_flag("--allow-incomplete", options.allow_incomplete, "draw a trace that has no footer");
+  add_max_call_ratio_flag(command, options.max_call_ratio, "the first policy's");
 }
 
 }  // namespace memreplay::cli

@@ -2,8 +2,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/text_escape.h"
 #include "proto/trace_reader.h"
 #include "replayer/pool_consistency.h"
+#include "replayer/replay_runner.h"
 #include "replayer/trace_validator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/commands.h"
@@ -15,7 +17,8 @@ namespace {
 constexpr const char* kHelp =
     "Check a trace: frees of unknown addresses, double allocations, overlapping live blocks, time "
     "going backwards and, in a trace with private pools, allocations outside every live segment of "
-    "their pool and frees into another pool, each named with its event index. Exit status 2 if any.\n"
+    "their pool and frees into another pool, each named with its event index. Exit status 2 if any, and for a "
+    "trace with no event to read (cut off before its first whole chunk, or empty).\n"
     "  memreplay validate run.mrt";
 
 struct ValidateOptions {
@@ -32,13 +35,14 @@ void validate(const ValidateOptions& options) {
     validator.add(batch, index);
     index += batch.size();
   }
+  refuse_eventless_trace(reader, index != 0);
   nlohmann::json problems = nlohmann::json::array();
   for (const auto& p : validator.problems())
     problems.push_back({{"event", p.event}, {"kind", p.kind}, {"message", p.message}});
   if (options.json != "-") {
     for (const auto& p : validator.problems())
       std::printf("%s: event %llu: %s\n", options.trace.c_str(), static_cast<unsigned long long>(p.event),
-                  p.message.c_str());
+                  terminal_safe(p.message).c_str());
     if (validator.problem_count() > validator.problems().size())
       std::printf("... and %llu more\n",
                   static_cast<unsigned long long>(validator.problem_count() - validator.problems().size()));

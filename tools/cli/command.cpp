@@ -2,16 +2,30 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
+#include "base/output_file.h"
 #include "policies/plugin/plugin_loader.h"
 #include "proto/input_error.h"
+#include "results/open_trace.h"
 
 namespace memreplay::cli {
 
+void open_trace_input(const std::string& path) {
+  // Open for the rest of the process: the conversion of a snapshot lives as long as its handle.
+  static std::vector<results::OpenedTrace> opened;
+  opened.push_back(results::open_trace(path));
+  protect_input(path);
+}
+
 void add_trace_argument(CLI::App& command, std::string& trace) {
-  command.add_option("TRACE", trace, "trace file (.mrt), from `memreplay import` or a recorder")
+  command
+      .add_option("TRACE", trace,
+                  "trace file (.mrt, from `memreplay import` or a recorder), or a PyTorch memory snapshot "
+                  "(.pickle, .gz, .xz, .zst) or RMM log, imported first")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->each(open_trace_input);
 }
 
 void add_plugin_option(CLI::App& command) {
@@ -30,7 +44,13 @@ void add_plugin_option(CLI::App& command) {
       "MEMREPLAY_PLUGINS=A.so:B.so loads plugins too");
 }
 
+bool uses_policies(const CLI::App& command) {
+  return command.get_option_no_throw("--policy") != nullptr || command.get_option_no_throw("--plugin") != nullptr;
+}
+
 void load_environment_plugins() {
+  static bool loaded = false;
+  if (std::exchange(loaded, true)) return;
   try {
     load_plugins_from_environment();
   } catch (const PluginError& e) {
@@ -39,10 +59,12 @@ void load_environment_plugins() {
 }
 
 void add_json_option(CLI::App& command, std::string& json, const std::string& what) {
-  command.add_option("--json", json,
-                     "write " + what +
-                         " as JSON: to stdout with --json or --json -, else to FILE (--json out.json "
-                         "or --json=FILE)");
+  command
+      .add_option("--json", json,
+                  "write " + what +
+                      " as JSON: to stdout with --json or --json -, else to FILE (--json out.json "
+                      "or --json=FILE)")
+      ->option_text("[FILE|-]");
 }
 
 namespace {

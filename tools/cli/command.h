@@ -11,29 +11,41 @@
 
 namespace memreplay::cli {
 
+// MEMREPLAY_PLUGINS=A.so:B.so, loaded (once) when a command that uses policies runs, after the
+// parse: --help, and commands without policies, work whatever it names. The same errors.
+void load_environment_plugins();
+// Whether the command takes --policy or --plugin (replays, lists policies).
+bool uses_policies(const CLI::App& command);
+
 template <class Options>
 struct Command {
   CLI::App& app;
   Options& options;
 };
 
-// Adds subcommand `name`; `run(const Options&)` runs when it is chosen. The caller binds the flags
-// into the returned options.
+// Adds subcommand `name`; `run(const Options&)` runs when it is chosen (after MEMREPLAY_PLUGINS is
+// loaded, for a command that uses policies). The caller binds the flags into the returned options.
 template <class Options, class Run>
 Command<Options> add_command(CLI::App& parent, const std::string& name, const std::string& help, Run run) {
   auto options = std::make_shared<Options>();
   CLI::App* command = parent.add_subcommand(name, help);
-  command->callback([options, run] { run(*options); });
+  command->callback([options, run, command] {
+    if (uses_policies(*command)) load_environment_plugins();
+    run(*options);
+  });
   return {*command, *options};
 }
 
-// TRACE: a required, existing trace file (.mrt).
+// TRACE: a required, existing trace file (.mrt), or anything `import` reads, through
+// open_trace_input.
 void add_trace_argument(CLI::App& command, std::string& trace);
+// Every trace a command reads comes through here: opened (a snapshot is imported, and readable
+// under its own path from then on: results/open_trace.h) and protected from being overwritten
+// by the command's outputs (base/output_file.h).
+void open_trace_input(const std::string& path);
 // --plugin PATH.so (repeatable): loads a policy plugin (policies/plugin/) when parsed; a plugin
 // that cannot be used is an InputError (exit 2) naming the file.
 void add_plugin_option(CLI::App& command);
-// MEMREPLAY_PLUGINS=A.so:B.so, loaded before the command line is parsed; the same errors.
-void load_environment_plugins();
 // --json [FILE|-], the one convention of every command: `--json` alone or `--json -` writes JSON to
 // stdout (and nothing else there), `--json FILE.json` or `--json=FILE` to a file. `what` says what.
 void add_json_option(CLI::App& command, std::string& json, const std::string& what);

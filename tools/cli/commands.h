@@ -3,6 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace memreplay::cli {
 
@@ -21,5 +24,9 @@ MEMREPLAY_SUBCOMMANDS(MEMREPLAY_DECLARE_SUBCOMMAND)
 
 // Set by a command that found the input bad in a way it reported itself (validate).
 inline int command_exit_status = 0;
+
+// Called by main() with CLI11's message when the command line does not parse (exit 2): a command
+// whose reports are written on every exit (check) writes the error into them.
+inline std::vector<std::function<void(const std::string&)>> parse_error_reporters;
 
 }  // namespace memreplay::cli

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 
+#include "base/units.h"
 #include "replayer/replay_runner.h"
 #include "tools/cli/command.h"
 #include "tools/cli/text_format.h"
@@ -33,41 +35,36 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
   add_json_option(command, json, json_what);
 }
 
+void add_max_call_ratio_flag(CLI::App& command, double& ratio, const std::string& reference) {
+  char default_ratio[32];
+  std::snprintf(default_ratio, sizeof default_ratio, "%g", ratio);
+  command
+      .add_option(
+          "--max-call-ratio", ratio,
+          "the star's limit on device calls, as a multiple of " + reference + " (default " + default_ratio + ")")
+      ->check(CLI::PositiveNumber);
+}
+
+namespace {
+
+// One process runs one command: each warning is said once in it.
+void warn_once(const std::string& message) {
+  static std::set<std::string> said;
+  if (said.insert(message).second) warn(message);
+}
+
+}  // namespace
+
+void warn_torch_version(const std::string& trace, const std::string& policy_spec) {
+  if (const auto warning = torch_version_warning(trace, policy_spec)) warn_once(*warning);
+}
+
 void warn_before_replay(const ReplayOptions& options) {
-  for (const auto& warning : replay_warnings_before(options)) warn(warning);
+  for (const auto& warning : replay_warnings_before(options)) warn_once(warning);
 }
 
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m) {
-  if (const auto warning = replay_warning_after(options, m)) warn(*warning);
-}
-
-void print_metrics_table(const std::vector<ReplayMetrics>& rows) {
-  // The best row: the lowest reserved peak among replays that did not run out of memory.
-  const ReplayMetrics* best = nullptr;
-  for (const auto& m : rows)
-    if (!m.oom_at_event && (!best || m.reserved_peak < best->reserved_peak)) best = &m;
-  std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "policy", "reserved", "reserved",
-              "allocated", "requested", "unallocated", "free-space", "device", "device", "retries", "OOM", "complete");
-  std::printf("%-2s%-44s %12s %12s %12s %12s %11s %10s %8s %8s %7s %-30s %s\n", "", "", "÷ requested", "peak", "peak",
-              "peak", "at peak (1)", "frag (2)", "mallocs", "frees", "", "", "");
-  for (const auto& m : rows) {
-    const std::string oom = m.oom_at_event ? "OOM at event " + std::to_string(*m.oom_at_event) + " (partial)" : "-";
-    const double ratio = m.requested_peak == 0 ? 1.0 : double(m.reserved_peak) / double(m.requested_peak);
-    char ratio_text[32];
-    std::snprintf(ratio_text, sizeof ratio_text, "%.3f", ratio);
-    std::printf("%-2s%-44s %11s %12s %12s %12s %11s %10s %8llu %8llu %7llu %-30s %s\n", &m == best ? "*" : "",
-                m.policy.c_str(), ratio_text, format_bytes(m.reserved_peak).c_str(),
-                format_bytes(m.allocated_peak).c_str(), format_bytes(m.requested_peak).c_str(),
-                format_percent(m.fragmentation_at_peak).c_str(), format_percent(m.free_fragmentation_at_peak).c_str(),
-                static_cast<unsigned long long>(m.device_alloc_calls),
-                static_cast<unsigned long long>(m.device_free_calls), static_cast<unsigned long long>(m.alloc_retries),
-                oom.c_str(), m.complete ? "yes" : "NO");
-  }
-  std::printf(
-      "(1) 1 - allocated/reserved at the moment reserved peaked; (2) 1 - largest free range / all free "
-      "bytes at that moment (how split the free space is, not how much). Device mallocs/frees: cudaMalloc + "
-      "map / cudaFree + unmap calls.%s\n",
-      rows.size() > 1 && best ? " *: lowest reserved peak without OOM." : "");
+  for (const auto& warning : replay_warnings_after(options, m)) warn(warning);
 }
 
 void print_latency_table(const ReplayMetrics& m) {

@@ -20,13 +20,19 @@ void add_replay_flags(CLI::App& command, ReplayOptions& options);
 // command that replays one trace under several policies (compare, report).
 void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector<std::string>& policies,
                            const std::string& policy_help, std::string& json, const std::string& json_what);
+// --max-call-ratio into `ratio` (which holds the default): the star's limit on device calls, as a
+// multiple of those of `reference` ("the current setting's").
+void add_max_call_ratio_flag(CLI::App& command, double& ratio, const std::string& reference);
 
-// replay_warnings_before / replay_warning_after (replayer/replay_runner.h), printed (warn()).
+// replay_warnings_before / replay_warnings_after (replayer/replay_runner.h), printed (warn()); those
+// before, each once per command however many replays it runs (the torch release's warning of
+// every trace command: replay, compare, fit, advise, report).
 void warn_before_replay(const ReplayOptions& options);
+// torch_version_warning (replayer/replay_runner.h) printed, once per command: what check says for
+// each trace × policy before its replays.
+void warn_torch_version(const std::string& trace, const std::string& policy_spec);
 void warn_after_replay(const ReplayOptions& options, const ReplayMetrics& m);
 
-// One metrics row as the table the replay and compare commands print.
-void print_metrics_table(const std::vector<ReplayMetrics>& rows);
 // The per-operation latencies of a --time-operations replay; nothing without them.
 void print_latency_table(const ReplayMetrics& m);
 

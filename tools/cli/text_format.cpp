@@ -3,13 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/output_file.h"
+#include "base/units.h"
 #include "proto/input_error.h"
-#include "results/units.h"
+#include "results/byte_count.h"
 
 namespace memreplay::cli {
 
@@ -20,9 +20,6 @@ uint64_t parse_bytes(std::string_view text, std::string_view option) {
   return bytes;
 }
 
-std::string format_bytes(uint64_t bytes) { return results::format_bytes(bytes); }
-std::string format_percent(double fraction) { return results::format_percent(fraction); }
-
 void write_json(const nlohmann::json& value, const std::string& path) {
   if (path == "-") {
     std::cout << value.dump(2) << "\n";
@@ -31,24 +28,7 @@ void write_json(const nlohmann::json& value, const std::string& path) {
   write_file_atomically(path, value.dump(2) + "\n");
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  std::error_code ec;
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ec);
-      throw InputError(path + ": cannot write");
-    }
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw InputError(path + ": cannot write");
-  }
-}
+void write_file_atomically(const std::string& path, const std::string& text) { write_output_file(path, text); }
 
 void warn(const std::string& message) { std::cerr << "memreplay: warning: " << message << "\n"; }
 

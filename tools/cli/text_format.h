@@ -1,4 +1,4 @@
-// Byte sizes in and out of the CLI ("8GiB" -> 8589934592, 1264582656 -> "1.18 GiB"), output files,
+// Byte sizes into the CLI ("8GiB" -> 8589934592; out: base/units.h's format_bytes), output files,
 // warnings.
 #pragma once
 
@@ -10,13 +10,11 @@
 
 namespace memreplay::cli {
 
-// results::parse_bytes (results/units.h), its warning for a plain integer printed (warn()).
+// results::parse_bytes (results/byte_count.h), its warning for a plain integer printed (warn()).
 uint64_t parse_bytes(std::string_view text, std::string_view option);
-std::string format_bytes(uint64_t bytes);
-std::string format_percent(double fraction);
 // Writes JSON to FILE, or to stdout for "-". Throws InputError if the file can't be written.
 void write_json(const nlohmann::json& value, const std::string& path);
-// Writes `text` through PATH.tmp and a rename, so a failure leaves no partial file.
+// Writes `text` whole or not at all (base/output_file.h: its rules for symlinks, devices, inputs).
 void write_file_atomically(const std::string& path, const std::string& text);
 // "memreplay: warning: ..." on stderr.
 void warn(const std::string& message);

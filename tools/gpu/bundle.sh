@@ -12,7 +12,7 @@
 #          the library path of our own binaries only, never of Python.
 # Usage (here, after building):  tools/gpu/bundle.sh [BUILD]   (default build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 bundle="$build/gpu-bundle"
 rm -rf "$bundle"

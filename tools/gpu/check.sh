@@ -9,7 +9,7 @@
 # gtest.json, bench.json, gpu_check.log. The commit comes from $MEMREPLAY_COMMIT or
 # BUILD_DIR/gpu-commit. Exit status 0 when every test passed and every check agreed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 out=${OUT:-$build/gpu-check-out}
 mkdir -p "$out"

@@ -18,7 +18,7 @@ read -r -a traces <<<"${MEMREPLAY_GPU_TRACES:-${default_traces[*]}}"  # fewer, f
 
 if [ "${1:-}" = "--prepare" ]; then
   build=${2:?BUILD} bundle=${3:?BUNDLE}
-  src=$(cd "$(dirname "$0")/.." && pwd)
+  src=$(cd "$(dirname "$0")/../.." && pwd)
   shared=${MEMREPLAY_REAL_DATA_DIR:-$src/tests/data/real}
   cmake -S "$src" -B "$build" -G Ninja -DMEMREPLAY_PORTABLE=ON -DCMAKE_BUILD_TYPE=Release \
     -DMEMREPLAY_BUILD_TESTS=OFF -DMEMREPLAY_BUILD_BENCHMARKS=OFF >/dev/null && ninja -C "$build" memreplay >/dev/null || exit 1

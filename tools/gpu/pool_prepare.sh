@@ -7,7 +7,7 @@
 # (bin/, deps/), the pool jobs' snapshots and live stats (pools/), their imported traces and the
 # replay list for the cuda-vs-sim check (traces/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 dest=${2:?destination folder}
 rm -rf "$dest"

@@ -7,7 +7,7 @@
 # travel), copies the shared libraries those programs need beyond glibc into BUILD_DIR/gpu-libs,
 # records the commit in BUILD_DIR/gpu-commit, and prints the `carry` list for the device tool.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 shared=${MEMREPLAY_REAL_DATA_DIR:-tests/data/real}
 

@@ -27,9 +27,10 @@ if [[ -z "$wheel" ]]; then
   wheel=$(ls out/python_wheel/memreplay-*.whl | head -1)
 fi
 work=$(mktemp -d /tmp/memreplay-live.XXXXXX)
-"$python" -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/pip" install --quiet --no-index --no-deps "$wheel" || exit 1
-py="$work/venv/bin/python"
+# Beside the machine's torch (its python3 is a venv's own): the package in a folder on PYTHONPATH.
+"$python" -m pip install --quiet --no-index --no-deps --target "$work/site" "$wheel" || exit 1
+export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
+py=$python
 "$py" -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, torch.cuda.get_device_name())' ||
   exit 1
 # The recorder's extension is compiled against this torch once, before the tests time anything.
@@ -107,7 +108,7 @@ grep -q 'grew past the figures kept' "$OUT/4b_grown_within_limit.log" ||
   { echo "FAIL 4b: not failed as grown past the figures kept"; status=1; }
 run 4c_back_to_first 0 BATCH=64 LIMIT=4GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
 run 5_traces_kept 0 BATCH=64 -- --memreplay-traces "$OUT/traces" test_model.py::test_train_step
-ls "$OUT/traces"/*.mrt >/dev/null 2>&1 && "$work/venv/bin/memreplay" info "$OUT/traces"/*.mrt | head -5 ||
+ls "$OUT/traces"/*.mrt >/dev/null 2>&1 && "$work/site/bin/memreplay" info "$OUT/traces"/*.mrt | head -5 ||
   { echo "FAIL 5: no trace kept"; status=1; }
 rm -rf "$OUT/traces"
 [[ $status -eq 0 ]] && echo "pytest_live_check: OK" || echo "pytest_live_check: FAILED"

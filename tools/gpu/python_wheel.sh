@@ -25,7 +25,8 @@ prepare() {
   rm -rf "$kit"
   mkdir -p "$kit"/{lib,bin,deps,include}
   # Every static archive the module is linked with here (ours and zstd's, say), from its link command.
-  ninja -C "$build" -t commands memreplay_python | tail -1 | tr ' ' '\n' | grep '\.a$' | while read -r archive; do
+  ninja -C "$build" -t commands memreplay_python | tail -1 | tr ' ' '\n' | grep '\.a$' |
+    grep -v -E '/lib(rt|dl|pthread|m|c)\.a$' | while read -r archive; do
     [[ "$archive" = /* ]] || archive="$build/$archive"
     cp "$archive" "$kit/lib/"
   done
@@ -38,10 +39,12 @@ prepare() {
       [[ "$name" =~ $core || "$name" == libmemreplay_* ]] || cp -L "$path" "$kit/deps/$name"
     done
   done
+  # Each finds what it needs beside itself (libabsl_hash needs libabsl_city, say), in the wheel's lib/.
+  for dep in "$kit"/deps/*; do patchelf --set-rpath '$ORIGIN' "$dep"; done
   # The headers the bindings include from outside the checkout, but Python's and pybind11's.
   local python_include
   python_include=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-  g++ -std=c++20 -MM -I. -I"$build" -I"$python_include" python/src/*.cpp | tr ' \\' '\n\n' |
+  g++ -std=c++20 -M -I. -I"$build" -I"$python_include" python/src/*.cpp | tr ' \\' '\n\n' |
     grep '^/usr/include/' | grep -v -e '^/usr/include/python3' -e '^/usr/include/pybind11/' |
     grep -e '/google/protobuf/' -e '/absl/' -e '/nlohmann/' -e 'zstd' -e 'lzma' | sort -u |
     while read -r header; do
@@ -68,11 +71,14 @@ build_there() {
   suffix=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
   includes=$("$python" -m pybind11 --includes)
   # shellcheck disable=SC2086  # the include flags are words
+  local pids=() pid
   for source in python/src/*.cpp; do
     "$compiler" -std=c++20 -O2 -DNDEBUG -fPIC -fvisibility=hidden -fvisibility-inlines-hidden $includes -I. \
       -I"$kit/include" -c "$source" -o "$work/$(basename "$source" .cpp).o" &
+    pids+=($!)
   done
-  wait
+  # Each compiler by its id: a bare `wait` would wait for the log's tee too, which never ends.
+  for pid in "${pids[@]}"; do wait "$pid" || { echo "python_wheel: a binding did not compile"; exit 1; }; done
   local module="$work/_core$suffix" deps
   deps=$(ls "$kit"/deps/*.so*)
   # shellcheck disable=SC2086  # one path per library
@@ -93,12 +99,12 @@ build_there() {
   local wheel
   wheel=$(ls "$out"/memreplay-*.whl)
   echo "wheel: $wheel ($(du -h "$wheel" | cut -f1))"
-  # Installed elsewhere, beside the machine's own packages (torch): does it work there?
-  "$python" -m venv --system-site-packages "$work/venv"
-  "$work/venv/bin/pip" install --no-index --no-deps "$wheel"
+  # Installed elsewhere, beside the machine's own packages (torch; its python3 is a venv's, so the
+  # package goes into a folder on PYTHONPATH rather than into a venv of its own): does it work there?
+  "$python" -m pip install --quiet --no-index --no-deps --target "$work/site" "$wheel"
   cd "$work"
-  "$work/venv/bin/memreplay" --version
-  "$work/venv/bin/python" - "$OLDPWD/tests/data/real/traces/gpt2_train.default.pickle.xz" <<'PY'
+  PYTHONPATH="$work/site" "$work/site/bin/memreplay" --version
+  PYTHONPATH="$work/site" "$python" - "$OLDPWD/tests/data/real/traces/gpt2_train.default.pickle.xz" <<'PY'
 import sys
 import memreplay, memreplay.torch
 result = memreplay.replay(sys.argv[1])

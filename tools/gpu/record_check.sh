@@ -22,7 +22,7 @@
 #      against the fake one (tests/fake_cuda: the interposer's own cost on this machine's CPU)
 # Writes $OUT/record_check.json, $OUT/record_check.md and $OUT/record_check_logs.tar.gz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 PREBUILT=${1:-}
 if [[ -z "$PREBUILT" ]]; then

@@ -90,7 +90,13 @@ def _header(torch, starts_mid_run: bool, snapshot: dict) -> list:
         pairs.append(("device", f"{index};{props.total_memory};{props.name}"))
     for key, value in _flatten_settings(snapshot.get("allocator_settings") or {}).items():
         pairs.append((f"setting:{key}", value))
-    pairs.append(("setting:torch_version", torch.__version__))
+    # The release, under the header key every trace command compares with the release a policy
+    # models (setting torch_version: policies/torch_version.h, docs/pytorch-versions.md), and the
+    # commit it was built from, which names a nightly or a source build exactly.
+    pairs.append(("setting:torch_version", str(torch.__version__)))
+    git_version = getattr(getattr(torch, "version", None), "git_version", None)
+    if git_version:
+        pairs.append(("setting:torch_git_version", str(git_version)))
     return pairs
 
 

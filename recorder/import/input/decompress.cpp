@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/input_file.h"
 #include "proto/input_error.h"
 #include "recorder/import/input/scratch_file.h"
 
@@ -376,25 +377,28 @@ std::string decompress(std::string_view data, const std::string& file, uint64_t 
 }
 
 std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw InputError(path + ": cannot determine the file size");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0, std::ios::beg);
-  if (!in.read(bytes.data(), size)) throw InputError(path + ": read failed");
+  const int fd = open_input_file(path);  // a FIFO or device is refused, without blocking
+  struct stat st {};
+  ::fstat(fd, &st);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t have = 0;
+  while (have < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + have, bytes.size() - have, static_cast<off_t>(have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw InputError(path + ": read failed" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+    }
+    have += static_cast<size_t>(n);
+  }
+  ::close(fd);
   return bytes;
 }
 
 InputBytes::InputBytes(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  const int fd = open_input_file(path);  // a FIFO or device is refused, without blocking
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": not a regular file");
-  }
+  ::fstat(fd, &st);
   try {
     // Not populated up front: the importers read front to back and release() what they passed.
     map_ = MappedBytes(fd, static_cast<size_t>(st.st_size), path);

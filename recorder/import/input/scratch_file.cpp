@@ -12,8 +12,8 @@
 #include <mutex>
 #include <utility>
 
+#include "base/temp_file_cleanup.h"
 #include "proto/input_error.h"
-#include "proto/temp_file_cleanup.h"
 
 namespace memreplay {
 namespace {

@@ -49,6 +49,8 @@ class ScratchFile {
 
   void append(const void* bytes, size_t n);
   uint64_t size() const { return size_; }
+  // The file's descriptor, for a writer of its own (the file stays the ScratchFile's to close).
+  int fd() const { return fd_; }
   // Makes the file at least `bytes` long, its blocks allocated (zeros past what was written), so
   // that stores through map_writable() cannot fail for want of disk.
   void reserve(uint64_t bytes);

@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <charconv>
+#include <initializer_list>
 #include <string>
 
 #include "proto/input_error.h"
@@ -18,6 +19,16 @@ constexpr uint64_t kReservedInputBytes = uint64_t{1} << 30;
 
 // Scalars are decoded with memcpy into integers (detail::load_le).
 static_assert(std::endian::native == std::endian::little, "memreplay reads pickles on little-endian hosts");
+
+// A table from opcode byte to Op: `opcodes`, in the order of Op's values after Op::other, to
+// those values; every other opcode to Op::other.
+template <typename Op>
+constexpr std::array<Op, 256> opcode_table(std::initializer_list<uint8_t> opcodes) {
+  std::array<Op, 256> table{};  // Op::other
+  uint8_t value = 0;
+  for (const uint8_t opcode : opcodes) table[opcode] = static_cast<Op>(++value);
+  return table;
+}
 
 // The opcodes that make up nearly all of a snapshot pickle, numbered densely: run()'s switch on
 // them is then one table jump, where a switch on the sparse opcode bytes compiled to four range
@@ -37,39 +48,17 @@ enum class HotOp : uint8_t {
   setitems,
   stop,
 };
-constexpr std::array<HotOp, 256> make_hot_ops() {
-  std::array<HotOp, 256> h{};  // HotOp::other
-  h[LONG_BINGET] = HotOp::long_binget;
-  h[BINGET] = HotOp::binget;
-  h[MEMOIZE] = HotOp::memoize;
-  h[LONG1] = HotOp::long1;
-  h[BININT1] = HotOp::binint1;
-  h[BININT2] = HotOp::binint2;
-  h[BININT] = HotOp::binint;
-  h[SHORT_BINUNICODE] = HotOp::short_binunicode;
-  h[MARK] = HotOp::mark;
-  h[EMPTY_DICT] = HotOp::empty_dict;
-  h[SETITEMS] = HotOp::setitems;
-  h[STOP] = HotOp::stop;
-  return h;
-}
-constexpr std::array<HotOp, 256> kHotOps = make_hot_ops();
+constexpr std::array<HotOp, 256> kHotOps =
+    opcode_table<HotOp>({LONG_BINGET, BINGET, MEMOIZE, LONG1, BININT1, BININT2, BININT, SHORT_BINUNICODE, MARK,
+                         EMPTY_DICT, SETITEMS, STOP});
+static_assert(kHotOps[STOP] == HotOp::stop, "one opcode per HotOp, in its order");
 
 // The opcodes Unpickler::run_scalar_ops executes, densely numbered for the same reason; int1,
 // int2 and int4 are 1, 2 and 3 so that their argument is 1 << (value - 1) bytes.
 enum class ScalarOp : uint8_t { other, int1, int2, int4, long_binget, binget, long1, short_str };
-constexpr std::array<ScalarOp, 256> make_scalar_ops() {
-  std::array<ScalarOp, 256> h{};  // ScalarOp::other
-  h[BININT1] = ScalarOp::int1;
-  h[BININT2] = ScalarOp::int2;
-  h[BININT] = ScalarOp::int4;
-  h[LONG_BINGET] = ScalarOp::long_binget;
-  h[BINGET] = ScalarOp::binget;
-  h[LONG1] = ScalarOp::long1;
-  h[SHORT_BINUNICODE] = ScalarOp::short_str;
-  return h;
-}
-constexpr std::array<ScalarOp, 256> kScalarOps = make_scalar_ops();
+constexpr std::array<ScalarOp, 256> kScalarOps =
+    opcode_table<ScalarOp>({BININT1, BININT2, BININT, LONG_BINGET, BINGET, LONG1, SHORT_BINUNICODE});
+static_assert(kScalarOps[SHORT_BINUNICODE] == ScalarOp::short_str, "one opcode per ScalarOp, in its order");
 
 }  // namespace
 
@@ -213,6 +202,12 @@ void Unpickler::refuse_code() {
   fail(op_pos_, "refusing pickle opcode " + op_label(op_) + ": memreplay never imports or calls code");
 }
 
+uint64_t Unpickler::read_length4() {
+  const auto n = static_cast<int32_t>(read_le(4));
+  if (n < 0) fail_here("negative length");
+  return static_cast<uint64_t>(n);
+}
+
 void Unpickler::step() {
   switch (op_) {
     // Structure.
@@ -252,12 +247,7 @@ void Unpickler::step() {
     case BININT: push_scalar(4); break;
     case BINFLOAT: push_scalar(8); break;
     case LONG1: push_long(read_le(1)); break;
-    case LONG4: {
-      const auto n = static_cast<int32_t>(read_le(4));
-      if (n < 0) fail_here("negative length");
-      push_long(static_cast<uint64_t>(n));
-      break;
-    }
+    case LONG4: push_long(read_length4()); break;
     case INT:
     case LONG: {
       std::string_view text = read_line();
@@ -283,12 +273,7 @@ void Unpickler::step() {
     case BINUNICODE8:
     case BINBYTES8:
     case BYTEARRAY8: push_scalar(read_le(8)); break;
-    case BINSTRING: {
-      const auto n = static_cast<int32_t>(read_le(4));
-      if (n < 0) fail_here("negative length");
-      push_scalar(static_cast<uint64_t>(n));
-      break;
-    }
+    case BINSTRING: push_scalar(read_length4()); break;
     case READONLY_BUFFER:
       require(1);
       break;  // only marks a buffer read-only
@@ -298,17 +283,14 @@ void Unpickler::step() {
     case EMPTY_DICT: push(add_container(Kind::dict)); break;
     case EMPTY_SET: push(add_container(Kind::set)); break;
     case TUPLE1:
-      require(1);
-      collapse(Kind::tuple, stack_.size() - 1);
-      break;
     case TUPLE2:
-      require(2);
-      collapse(Kind::tuple, stack_.size() - 2);
+    case TUPLE3: {  // the top 1, 2 or 3 items (the opcodes are consecutive)
+      static_assert(TUPLE2 == TUPLE1 + 1 && TUPLE3 == TUPLE1 + 2);
+      const size_t n = op_ - TUPLE1 + 1;
+      require(n);
+      collapse(Kind::tuple, stack_.size() - n);
       break;
-    case TUPLE3:
-      require(3);
-      collapse(Kind::tuple, stack_.size() - 3);
-      break;
+    }
     case TUPLE: collapse(Kind::tuple, pop_mark()); break;
     case LIST: collapse(Kind::list, pop_mark()); break;
     case DICT: collapse(Kind::dict, pop_mark()); break;

@@ -76,6 +76,7 @@ class Unpickler {
   }
   [[gnu::always_inline]] uint64_t read_le(unsigned n) { return detail::load_le(take(n), n); }
   std::string_view read_line();  // protocol-0 arguments end with '\n'
+  uint64_t read_length4();  // LONG4's and BINSTRING's signed 4-byte length; a negative one fails
   int64_t parse_decimal(std::string_view text);
   // The argument of PUT and GET (protocol 0): a memo index in decimal.
   uint64_t read_text_memo_index();

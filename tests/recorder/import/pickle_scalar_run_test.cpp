@@ -229,6 +229,17 @@ TEST(PickleScalarRun, ErrorsInsideARunNameTheOpcodeAndItsOffset) {
             "t.pkl: byte " + std::to_string(at) + ": LONG1 (0x8a): pickle truncated: needs 6 more bytes, 3 left");
 }
 
+// Ends `w` with an entry {"action": "alloc", key: GET index}: the import refuses that GET, at its
+// byte, with `why`.
+void expect_get_refused(SnapshotWriter& w, const std::string& key, uint64_t index, const std::string& why) {
+  w.begin_entry();
+  w.key("action"), w.key("alloc"), w.key(key);
+  const size_t at = w.offset();
+  w.get(index);
+  w.end_entry();
+  EXPECT_EQ(import_error(w.finish()), "t.pkl: byte " + std::to_string(at) + ": BINGET (0x68): " + why);
+}
+
 // An entry dict handed to the sink is recycled: a later GET of it is refused, from the run too.
 TEST(PickleScalarRun, AGetOfARecycledEntryIsRefused) {
   SnapshotWriter w;
@@ -237,14 +248,7 @@ TEST(PickleScalarRun, AGetOfARecycledEntryIsRefused) {
   w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
   w.end_entry();
   w.op('e'), w.op('(');  // APPENDS hands it over; a new batch
-  w.begin_entry();
-  w.key("action"), w.key("alloc"), w.key("addr");
-  const size_t at = w.offset();
-  w.get(6);
-  w.end_entry();
-  EXPECT_EQ(import_error(w.finish()),
-            "t.pkl: byte " + std::to_string(at) +
-                ": BINGET (0x68): memo index 6 refers back to a trace entry (not a pickle torch writes)");
+  expect_get_refused(w, "addr", 6, "memo index 6 refers back to a trace entry (not a pickle torch writes)");
 }
 
 // Containers fetched by GET inside a run are noted as shared, as the generic GET notes them: an
@@ -285,14 +289,7 @@ TEST(PickleScalarRun, AGetOfAStreamedListInsideARunIsRefused) {
   SnapshotWriter w;  // memo index 5 is device_traces[0]
   w.entry("segment_alloc", kAddr, 20'971'520, kTime);
   w.op('e'), w.op('(');  // APPENDS streams the list; a new batch
-  w.begin_entry();
-  w.key("action"), w.key("alloc"), w.key("frames");
-  const size_t at = w.offset();
-  w.get(5);
-  w.end_entry();
-  EXPECT_EQ(import_error(w.finish()),
-            "t.pkl: byte " + std::to_string(at) +
-                ": BINGET (0x68): a device trace list is referred to twice (not a pickle torch writes)");
+  expect_get_refused(w, "frames", 5, "a device trace list is referred to twice (not a pickle torch writes)");
 }
 
 }  // namespace

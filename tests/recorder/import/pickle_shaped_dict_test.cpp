@@ -57,6 +57,22 @@ uint64_t write_entry_with_fresh_frames(SnapshotWriter& w) {
   return frames;
 }
 
+// Ends the entry begun in `w` with the usual keys after "addr" (size, stream, time_us and a
+// memoized compile_context).
+void end_usual_entry(SnapshotWriter& w) {
+  w.key("size"), w.integer(8), w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
+  w.key("compile_context"), w.str("N/A"), w.memoize();
+  w.end_entry();
+}
+
+// The pickle `w` wrote gives the same signature both ways, and the streamed read takes `dicts`
+// dicts in one pass.
+void expect_same_and_read_in_one_pass(SnapshotWriter& w, uint64_t dicts) {
+  const std::string bytes = w.finish();
+  expect_same_both_ways(bytes);
+  EXPECT_EQ(one_pass_count(bytes, true), dicts);
+}
+
 TEST(PickleShapedDict, UsualEntriesAfterTheFirstAreReadInOnePassIntoTheSameTree) {
   SnapshotWriter w;
   write_entries(w, 6);
@@ -86,9 +102,7 @@ TEST(PickleShapedDict, AnotherShapeGoesTheGenericWayAndTheNextUsualEntryIsReadIn
   w.key("extra"), w.integer(1);
   w.end_entry();
   write_entries(w, 2);  // the first of these finds its shape among the recent ones, the next reads in one pass
-  const std::string bytes = w.finish();
-  expect_same_both_ways(bytes);
-  EXPECT_EQ(one_pass_count(bytes, true), 2u);
+  expect_same_and_read_in_one_pass(w, 2u);
 }
 
 TEST(PickleShapedDict, ValuesItDoesNotReadGoTheGenericWay) {
@@ -117,9 +131,7 @@ TEST(PickleShapedDict, ValuesItDoesNotReadGoTheGenericWay) {
         w.memoize();
     w.end_entry();
     write_entries(w, 1);
-    const std::string bytes = w.finish();
-    expect_same_both_ways(bytes);
-    EXPECT_EQ(one_pass_count(bytes, true), 2u);  // the second entry and the last
+    expect_same_and_read_in_one_pass(w, 2u);  // the second entry and the last
   }
 }
 
@@ -132,9 +144,7 @@ TEST(PickleShapedDict, NoneBoolsAndMemoizedOrPlainStrsAreReadInOnePass) {
     w.key("memoized"), w.str("m"), w.memoize();
     w.end_entry();
   }
-  const std::string bytes = w.finish();
-  expect_same_both_ways(bytes);
-  EXPECT_EQ(one_pass_count(bytes, true), 2u);
+  expect_same_and_read_in_one_pass(w, 2u);
 }
 
 TEST(PickleShapedDict, AFetchedFramesListIsSharedAndTheEntriesAroundItRecycledTheSameWay) {
@@ -145,9 +155,7 @@ TEST(PickleShapedDict, AFetchedFramesListIsSharedAndTheEntriesAroundItRecycledTh
     w.key("action"), w.key("alloc"), w.key("frames"), w.get(frames);
     w.end_entry();
   }
-  const std::string bytes = w.finish();
-  expect_same_both_ways(bytes);
-  EXPECT_EQ(one_pass_count(bytes, true), 4u);  // the first made the shape (action, frames)
+  expect_same_and_read_in_one_pass(w, 4u);  // the first made the shape (action, frames)
 }
 
 TEST(PickleShapedDict, TheDictItselfOrAnEntryFetchedBackGoesTheGenericWayWithItsErrors) {
@@ -157,12 +165,8 @@ TEST(PickleShapedDict, TheDictItselfOrAnEntryFetchedBackGoesTheGenericWayWithIts
     w.begin_entry();
     const uint64_t self = w.memo_count() - 1;
     w.key("action"), w.key("alloc"), w.key("addr"), w.get(self);
-    w.key("size"), w.integer(8), w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
-    w.key("compile_context"), w.str("N/A"), w.memoize();
-    w.end_entry();
-    const std::string bytes = w.finish();
-    expect_same_both_ways(bytes);
-    EXPECT_EQ(one_pass_count(bytes, true), 1u);
+    end_usual_entry(w);
+    expect_same_and_read_in_one_pass(w, 1u);
   }
   for (const bool taken : {false, true}) {  // an entry of this batch, or of the last one (refused)
     SCOPED_TRACE(taken ? "taken" : "in this batch");
@@ -172,9 +176,7 @@ TEST(PickleShapedDict, TheDictItselfOrAnEntryFetchedBackGoesTheGenericWayWithIts
     if (taken) w.op('e'), w.op('(');  // APPENDS: the batch is handed over and its entries recycled
     w.begin_entry();
     w.key("action"), w.key("alloc"), w.key("addr"), w.get(first_entry);
-    w.key("size"), w.integer(8), w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
-    w.key("compile_context"), w.str("N/A"), w.memoize();
-    w.end_entry();
+    end_usual_entry(w);
     const std::string bytes = w.finish();
     expect_same_both_ways(bytes);
     const std::string streamed = PickleTreeSignature::of(bytes, true, true);  // the takes, then the end
@@ -189,12 +191,8 @@ TEST(PickleShapedDict, AFrameInsideADictAndAMemoWithAGapGoTheGenericWay) {
   w.key("action"), w.key("alloc"), w.key("addr"), w.integer(kAddr);
   w.op(0x95);  // FRAME of 0 bytes left: only checked
   for (int i = 0; i < 8; ++i) w.op(0);
-  w.key("size"), w.integer(8), w.key("stream"), w.integer(0), w.key("time_us"), w.integer(kTime);
-  w.key("compile_context"), w.str("N/A"), w.memoize();
-  w.end_entry();
-  const std::string framed = w.finish();
-  expect_same_both_ways(framed);
-  EXPECT_EQ(one_pass_count(framed, true), 1u);
+  end_usual_entry(w);
+  expect_same_and_read_in_one_pass(w, 1u);
 
   SnapshotWriter gap;
   gap.str("far"), gap.put(100);  // BINPUT ahead of the memo's end: a gap before it

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
@@ -28,8 +29,6 @@
 
 namespace memreplay {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 bool gpu_present() {
 #if MEMREPLAY_HAVE_CUDA

@@ -2,6 +2,7 @@
 // (tests/data/h200_segment_addresses.json, recorded by tools/gpu/torch_replay.py --live-traces),
 // plus the rules on small hand-made sequences.
 #include "replayer/sim/driver_address_model.h"
+#include "base/units.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +21,6 @@ namespace {
 using testing::read_json;
 using testing::source_dir;
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kTop = 0x7e00'0000'0000ull;
 
 const nlohmann::json& recorded() {

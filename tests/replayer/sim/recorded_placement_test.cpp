@@ -2,6 +2,7 @@
 // and cudaFree calls gets the addresses the trace recorded; at its first other call it leaves them
 // for good. And the real H200 snapshot that the placement model alone gets wrong.
 #include "replayer/sim/recorded_placement.h"
+#include "base/units.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@
 namespace memreplay {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kA = 0x7f8c'9800'0000ull;
 constexpr uint64_t kB = 0x7f8c'ac00'0000ull;
 const auto kAnywhere = [](uint64_t) { return true; };

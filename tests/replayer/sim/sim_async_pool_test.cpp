@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
@@ -12,7 +13,6 @@
 namespace memreplay {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kChunk = SimAsyncPool::kChunkBytes;
 
 SimDevice pool_device(PoolConfig config = {}, std::optional<uint64_t> capacity = {}) {

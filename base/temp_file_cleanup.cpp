@@ -1,4 +1,4 @@
-#include "proto/temp_file_cleanup.h"
+#include "base/temp_file_cleanup.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@ struct Slot {
 };
 std::array<Slot, TempFileGuard::kMaxGuards> slots;
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};  // fatal: remove, then die of the signal
 struct sigaction previous[std::size(kSignals)];
 std::once_flag installed;
 
@@ -32,7 +32,17 @@ void on_signal(int signal) {
   ::raise(signal);
 }
 
+// SIGXFSZ does nothing: the write that went past the limit fails with EFBIG instead.
+void on_file_size_limit(int) {}
+
 void install() {
+  struct sigaction current {};
+  if (::sigaction(SIGXFSZ, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    struct sigaction ours {};
+    ours.sa_handler = on_file_size_limit;
+    sigemptyset(&ours.sa_mask);
+    ::sigaction(SIGXFSZ, &ours, nullptr);
+  }
   for (size_t i = 0; i < std::size(kSignals); ++i) {
     struct sigaction current {};
     if (::sigaction(kSignals[i], nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
@@ -46,14 +56,16 @@ void install() {
 
 }  // namespace
 
+void install_temp_file_cleanup() { std::call_once(installed, install); }
+
 void remove_guarded_files() noexcept {
   for (Slot& slot : slots)
     if (slot.state.load(std::memory_order_acquire) == kArmed) ::unlink(slot.path);
 }
 
 TempFileGuard::TempFileGuard(const std::string& path) {
+  install_temp_file_cleanup();
   if (path.size() >= sizeof slots[0].path) return;
-  std::call_once(installed, install);
   for (size_t i = 0; i < slots.size(); ++i) {
     int expected = kFree;
     if (!slots[i].state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) continue;
