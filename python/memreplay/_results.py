@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, overload
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar, overload
 
 from ._format import format_bytes, format_percent, html_table
 
@@ -100,29 +100,40 @@ _TABLE_FIELDS = ("policy", "reserved_peak", "allocated_peak", "requested_peak", 
                  "alloc_retries", "ooms", "oom_at_event", "failed", "complete")
 
 
-class Comparison(Sequence[ReplayResult]):
+_Item = TypeVar("_Item")
+
+
+class _DocumentSequence(Sequence[_Item], Generic[_Item]):
+    """A CLI --json document that reads as the sequence of its rows (compare's results, advise's items)."""
+
+    def __init__(self, data: Dict[str, Any], items: List[_Item]):
+        self._data = data
+        self._items = items
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The document, as the CLI's --json writes it."""
+        return self._data
+
+    @overload
+    def __getitem__(self, index: int) -> _Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[_Item]: ...
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Comparison(_DocumentSequence[ReplayResult]):
     """One trace under several policies (`memreplay compare --json`): a sequence of ReplayResult in the
     order asked, the document as to_dict(), a table as to_pandas() and in Jupyter."""
 
     def __init__(self, data: Dict[str, Any]):
-        self._data = data
-        self._results = [ReplayResult(row) for row in data["results"]]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The document, as `memreplay compare --json` writes it."""
-        return self._data
-
-    @overload
-    def __getitem__(self, index: int) -> ReplayResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> List[ReplayResult]: ...
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        return self._results[index]
-
-    def __len__(self) -> int:
-        return len(self._results)
+        super().__init__(data, [ReplayResult(row) for row in data["results"]])
+        self._results = self._items
 
     @property
     def best(self) -> Optional[ReplayResult]:
@@ -204,31 +215,15 @@ class AdviceItem:
         return self.paste
 
 
-class Advice(Sequence[AdviceItem]):
+class Advice(_DocumentSequence[AdviceItem]):
     """`memreplay advise --json`, ranked: a sequence of AdviceItem (also .items), and the document's
     other fields as attributes (current, candidates, peak_stacks, empty_cache_calls); str() is what the
     CLI prints, to_dict() the document."""
 
     def __init__(self, data: Dict[str, Any], text: str):
-        self._data = data
+        super().__init__(data, [AdviceItem(i["title"], i["paste"], i["evidence"]) for i in data["items"]])
         self._text = text
-        self.items = [AdviceItem(i["title"], i["paste"], i["evidence"]) for i in data["items"]]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The document, as `memreplay advise --json` writes it."""
-        return self._data
-
-    @overload
-    def __getitem__(self, index: int) -> AdviceItem: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> List[AdviceItem]: ...
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        return self.items[index]
-
-    def __len__(self) -> int:
-        return len(self.items)
+        self.items = self._items
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._data:
