@@ -133,7 +133,6 @@ class Comparison(_DocumentSequence[ReplayResult]):
 
     def __init__(self, data: Dict[str, Any]):
         super().__init__(data, [ReplayResult(row) for row in data["results"]])
-        self._results = self._items
 
     @property
     def best(self) -> Optional[ReplayResult]:
@@ -141,14 +140,14 @@ class Comparison(_DocumentSequence[ReplayResult]):
         the policies within the call rule (call_rule: at most max_call_ratio times the current
         setting's device calls). None when none qualifies, or for a single replay."""
         recommended = self._data.get("recommended")
-        for r in self._results:
+        for r in self._items:
             if recommended is not None and r["policy"] == recommended and r["standing"] == "qualifies":
                 return r
         return None
 
     def rows(self) -> List[Dict[str, Any]]:
         """One dict of scalar fields per policy (what to_pandas() tabulates)."""
-        return [{field: r.to_dict().get(field) for field in _TABLE_FIELDS} for r in self._results]
+        return [{field: r.to_dict().get(field) for field in _TABLE_FIELDS} for r in self._items]
 
     def to_pandas(self):  # type: ignore[no-untyped-def]
         """A pandas.DataFrame, one row per policy (needs pandas)."""
@@ -159,14 +158,14 @@ class Comparison(_DocumentSequence[ReplayResult]):
         return pandas.DataFrame(self.rows()).set_index("policy")
 
     def __repr__(self) -> str:
-        return "Comparison([" + ", ".join(repr(r) for r in self._results) + "])"
+        return "Comparison([" + ", ".join(repr(r) for r in self._items) + "])"
 
     def _repr_html_(self) -> str:
         best = self.best
         rows = [("*" if r is best else "", r["policy"], f"{r['reserved_over_requested']:.3f}",
                  format_bytes(r["reserved_peak"]), format_bytes(r["allocated_peak"]), format_bytes(r["requested_peak"]),
                  r["device_alloc_calls"], r["device_free_calls"], r["alloc_retries"],
-                 f"OOM at event {r['oom_at_event']}" if r.oom else "-") for r in self._results]
+                 f"OOM at event {r['oom_at_event']}" if r.oom else "-") for r in self._items]
         header = ("", "policy", "reserved ÷ requested", "reserved peak", "allocated peak", "requested peak",
                   "device mallocs", "device frees", "retries", "OOM")
         return html_table(header, rows, caption=f"memreplay compare {self._data['trace']}")
