@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, overload
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar, overload
 
 from ._format import format_bytes, format_percent, html_table
 
@@ -100,29 +100,39 @@ _TABLE_FIELDS = ("policy", "reserved_peak", "allocated_peak", "requested_peak", 
                  "alloc_retries", "ooms", "oom_at_event", "failed", "complete")
 
 
-class Comparison(Sequence[ReplayResult]):
+_Item = TypeVar("_Item")
+
+
+class _DocumentSequence(Sequence[_Item], Generic[_Item]):
+    """A CLI --json document that reads as the sequence of its rows (compare's results, advise's items)."""
+
+    def __init__(self, data: Dict[str, Any], items: List[_Item]):
+        self._data = data
+        self._items = items
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The document, as the CLI's --json writes it."""
+        return self._data
+
+    @overload
+    def __getitem__(self, index: int) -> _Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[_Item]: ...
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Comparison(_DocumentSequence[ReplayResult]):
     """One trace under several policies (`memreplay compare --json`): a sequence of ReplayResult in the
     order asked, the document as to_dict(), a table as to_pandas() and in Jupyter."""
 
     def __init__(self, data: Dict[str, Any]):
-        self._data = data
-        self._results = [ReplayResult(row) for row in data["results"]]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The document, as `memreplay compare --json` writes it."""
-        return self._data
-
-    @overload
-    def __getitem__(self, index: int) -> ReplayResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> List[ReplayResult]: ...
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        return self._results[index]
-
-    def __len__(self) -> int:
-        return len(self._results)
+        super().__init__(data, [ReplayResult(row) for row in data["results"]])
 
     @property
     def best(self) -> Optional[ReplayResult]:
@@ -130,14 +140,14 @@ class Comparison(Sequence[ReplayResult]):
         the policies within the call rule (call_rule: at most max_call_ratio times the current
         setting's device calls). None when none qualifies, or for a single replay."""
         recommended = self._data.get("recommended")
-        for r in self._results:
+        for r in self._items:
             if recommended is not None and r["policy"] == recommended and r["standing"] == "qualifies":
                 return r
         return None
 
     def rows(self) -> List[Dict[str, Any]]:
         """One dict of scalar fields per policy (what to_pandas() tabulates)."""
-        return [{field: r.to_dict().get(field) for field in _TABLE_FIELDS} for r in self._results]
+        return [{field: r.to_dict().get(field) for field in _TABLE_FIELDS} for r in self._items]
 
     def to_pandas(self):  # type: ignore[no-untyped-def]
         """A pandas.DataFrame, one row per policy (needs pandas)."""
@@ -148,14 +158,14 @@ class Comparison(Sequence[ReplayResult]):
         return pandas.DataFrame(self.rows()).set_index("policy")
 
     def __repr__(self) -> str:
-        return "Comparison([" + ", ".join(repr(r) for r in self._results) + "])"
+        return "Comparison([" + ", ".join(repr(r) for r in self._items) + "])"
 
     def _repr_html_(self) -> str:
         best = self.best
         rows = [("*" if r is best else "", r["policy"], f"{r['reserved_over_requested']:.3f}",
                  format_bytes(r["reserved_peak"]), format_bytes(r["allocated_peak"]), format_bytes(r["requested_peak"]),
                  r["device_alloc_calls"], r["device_free_calls"], r["alloc_retries"],
-                 f"OOM at event {r['oom_at_event']}" if r.oom else "-") for r in self._results]
+                 f"OOM at event {r['oom_at_event']}" if r.oom else "-") for r in self._items]
         header = ("", "policy", "reserved ÷ requested", "reserved peak", "allocated peak", "requested peak",
                   "device mallocs", "device frees", "retries", "OOM")
         return html_table(header, rows, caption=f"memreplay compare {self._data['trace']}")
@@ -204,31 +214,15 @@ class AdviceItem:
         return self.paste
 
 
-class Advice(Sequence[AdviceItem]):
+class Advice(_DocumentSequence[AdviceItem]):
     """`memreplay advise --json`, ranked: a sequence of AdviceItem (also .items), and the document's
     other fields as attributes (current, candidates, peak_stacks, empty_cache_calls); str() is what the
     CLI prints, to_dict() the document."""
 
     def __init__(self, data: Dict[str, Any], text: str):
-        self._data = data
+        super().__init__(data, [AdviceItem(i["title"], i["paste"], i["evidence"]) for i in data["items"]])
         self._text = text
-        self.items = [AdviceItem(i["title"], i["paste"], i["evidence"]) for i in data["items"]]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The document, as `memreplay advise --json` writes it."""
-        return self._data
-
-    @overload
-    def __getitem__(self, index: int) -> AdviceItem: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> List[AdviceItem]: ...
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        return self.items[index]
-
-    def __len__(self) -> int:
-        return len(self.items)
+        self.items = self._items
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._data:

@@ -32,7 +32,7 @@ class CheckHostileBaseline : public testing::TempDirTest {
     ASSERT_EQ(r.status, 0) << r.err;
     good_ = nlohmann::json::parse(slurp(baseline_));
   }
-  // The CLI under 1 GiB of address space and 10 s (timeout exits 124).
+  // The CLI under 1 GiB of address space and 10 s, 60 under ASan (timeout exits 124).
   testing::CliRun run(const std::string& arguments) { return testing::run_memreplay_bounded(arguments, dir_); }
   void write(const std::string& text) {
     std::ofstream out(baseline_, std::ios::binary | std::ios::trunc);

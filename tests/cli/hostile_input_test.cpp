@@ -31,9 +31,10 @@
 #include "replayer/replay_runner.h"
 #include "tests/support/bounded_run.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/test_support.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if MEMREPLAY_TEST_UNDER_ASAN
 // AddressSanitizer takes SIGBUS for its own report by default; the import's handler (one line,
 // exit 2) is what AnInputThatShrinksWhileMapped... checks: the sanitizer build leaves SIGBUS to it.
 extern "C" const char* __asan_default_options() { return "handle_sigbus=0"; }

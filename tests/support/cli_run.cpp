@@ -1,5 +1,6 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/bounded_run.h"
+#include "tests/support/sanitizer.h"
 
 #include <sys/wait.h>
 
@@ -31,21 +32,14 @@ CliRun run_shell(const std::string& command, const std::filesystem::path& scratc
   return run;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+constexpr bool kSanitized = MEMREPLAY_TEST_UNDER_ASAN;
 
 CliRun run_memreplay_bounded(const std::string& arguments, const std::filesystem::path& scratch_dir) {
+  // Under the sanitizer: its shadow needs the address space, and its code is several times slower.
   const std::string limit = kSanitized ? "" : "ulimit -v 1048576; ";
-  return run_shell("sh -c '" + limit + "exec timeout 10 " + MEMREPLAY_CLI + " " + arguments + "'", scratch_dir);
+  const std::string seconds = kSanitized ? "60" : "10";
+  return run_shell("sh -c '" + limit + "exec timeout " + seconds + " " + MEMREPLAY_CLI + " " + arguments + "'",
+                   scratch_dir);
 }
 
 }  // namespace memreplay::testing

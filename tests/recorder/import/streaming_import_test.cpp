@@ -19,6 +19,7 @@
 #include "proto/trace_sink.h"
 #include "recorder/import/import.h"
 #include "recorder/import/input/step_spool.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/test_support.h"
 
 namespace memreplay {
@@ -76,7 +77,7 @@ uint64_t event_count(const std::string& trace) {
 
 // Under AddressSanitizer resident memory holds its shadow and quarantine too: the bound is the
 // Release build's to keep; the sanitizer build still checks that every event arrives.
-#if defined(__SANITIZE_ADDRESS__)
+#if MEMREPLAY_TEST_UNDER_ASAN
 constexpr long kResidentLimitKiB = 1024 * 1024;
 constexpr long kSmallInputLimitKiB = 512 * 1024;  // the bomb it guards against took 4 GB
 #else
