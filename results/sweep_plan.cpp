@@ -9,6 +9,7 @@
 #include "policies/registry.h"
 #include "proto/input_error.h"
 #include "results/compare.h"
+#include "results/replay_batch.h"
 
 namespace memreplay::results {
 namespace {
@@ -65,7 +66,7 @@ SweepShard parse_shard(std::string_view text) {
 }
 
 std::vector<std::string> expand_policies(const std::vector<std::string>& specs) {
-  std::vector<std::string> out = expand_policy_specs(specs);
+  std::vector<std::string> out = expand_policy_specs(specs.empty() ? std::vector<std::string>{"all"} : specs);
   for (const auto& spec : out) {
     const std::string name = spec.substr(0, spec.find(':'));
     if (PolicyRegistry::instance().find(name) == nullptr)

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/units.h"
 #include "results/sweep_summary.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 namespace {

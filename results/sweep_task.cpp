@@ -6,8 +6,8 @@
 
 #include "proto/input_error.h"
 #include "replayer/replay_runner.h"
+#include "results/byte_count.h"
 #include "results/fit_scan.h"
-#include "results/units.h"
 
 namespace memreplay::results {
 
@@ -110,7 +110,7 @@ nlohmann::json replay_fields(const SweepTask& task, const SweepSettings& setting
   const ReplayOptions options = replay_options(task, settings);
   nlohmann::json fields;
   if (task.capacity.kind == SweepCapacity::Kind::fit) {
-    const FitScan scan = scan_min_capacity(options, settings.fit_resolution_bytes, settings.fit_grid_points);
+    const FitScan scan = scan_min_capacity(options, settings.fit);
     fields = to_json(scan.uncapped);
     fields["fit"] = fit_json(scan);
   } else {

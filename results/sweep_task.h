@@ -17,6 +17,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "results/fit_scan.h"
+
 namespace memreplay::results {
 
 // Where a task caps the replay: not at all, at a byte count, or the smallest fitting capacity
@@ -54,8 +56,7 @@ struct SweepTask {
 
 // What every task of a sweep shares.
 struct SweepSettings {
-  uint64_t fit_resolution_bytes = uint64_t{1} << 20;  // as `fit --resolution` (1MiB)
-  int fit_grid_points = 32;  // as `fit --grid`
+  FitSearch fit;  // as `fit --resolution` and `--grid`, with their defaults
   bool timeline = false;  // keep replay's timeline in the line (1024 points: ~40 KB a line)
   bool lenient = false;  // as --lenient
 };

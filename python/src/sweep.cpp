@@ -5,8 +5,8 @@
 #include <pybind11/stl.h>
 
 #include "python/src/bindings.h"
+#include "results/byte_count.h"
 #include "results/sweep_task.h"
-#include "results/units.h"
 
 namespace memreplay::python {
 namespace {
@@ -16,8 +16,8 @@ std::string run_sweep_task(const std::string& trace, const std::string& policy, 
                            bool timeline, bool lenient) {
   results::SweepTask task{trace, name.value_or(trace), policy, results::parse_sweep_capacity(capacity)};
   results::SweepSettings settings;
-  settings.fit_grid_points = grid;
-  settings.fit_resolution_bytes = results::parse_bytes(resolution, "resolution");
+  settings.fit.grid_points = grid;
+  settings.fit.resolution_bytes = results::parse_bytes(resolution, "resolution");
   settings.timeline = timeline;
   settings.lenient = lenient;
   py::gil_scoped_release release;
@@ -28,8 +28,8 @@ std::string run_sweep_task(const std::string& trace, const std::string& policy, 
 
 void bind_sweep(py::module_& m) {
   m.def("run_sweep_task", &run_sweep_task, py::arg("trace"), py::arg("policy"), py::arg("capacity") = "none",
-        py::kw_only(), py::arg("name") = py::none(), py::arg("grid") = 32, py::arg("resolution") = "1MiB",
-        py::arg("timeline") = false, py::arg("lenient") = false,
+        py::kw_only(), py::arg("name") = py::none(), py::arg("grid") = results::FitSearch{}.grid_points,
+        py::arg("resolution") = "1MiB", py::arg("timeline") = false, py::arg("lenient") = false,
         "One sweep task's JSON line, as `memreplay sweep` writes it: capacity none, fit or a size (40GiB). A "
         "trace or policy that cannot be replayed gives an error line, not an exception.");
 }

@@ -109,8 +109,8 @@ TEST_F(SweepSummaryTest, FitsOn24And40And80GiBAreWhatReplaysThereDo) {
   plan.policies = {"pytorch", "pytorch:expandable_segments:True"};
   plan.capacities = {SweepCapacity::fit(), SweepCapacity::at(uint64_t{40} << 30)};
   results::SweepSettings coarse;
-  coarse.fit_grid_points = 8;
-  coarse.fit_resolution_bytes = 64 << 20;
+  coarse.fit.grid_points = 8;
+  coarse.fit.resolution_bytes = 64 << 20;
   const auto summary = results::summarize_sweep({sweep(plan, "scaled.jsonl", coarse)});
   ASSERT_EQ(summary.traces.size(), jobs.size());
   EXPECT_EQ(summary.totals.error_tasks, 0u);

@@ -64,7 +64,7 @@ TEST(SweepTask, FitTaskIsTheSearchAndItsUncappedReplay) {
   EXPECT_EQ(line["capacity"], "fit");
   ReplayOptions options;
   options.trace_path = trace;
-  const results::FitScan scan = results::scan_min_capacity(options, 1 << 20, 32);
+  const results::FitScan scan = results::scan_min_capacity(options);  // `fit`'s defaults
   EXPECT_EQ(line["fit"]["min_fit_bytes"], scan.smallest_fit_bytes);
   EXPECT_EQ(line["fit"]["fits_above_bytes"], scan.fits_above_bytes);
   EXPECT_EQ(line["fit"]["max_fail_bytes"], scan.largest_fail_bytes);

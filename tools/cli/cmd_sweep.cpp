@@ -48,7 +48,7 @@ void sweep(SweepCommandOptions& options) {
   }
   if (plan.traces.empty() && plan.named_traces.empty() && plan.manifests.empty())
     throw InputError("sweep: no traces: give TRACE... or --manifest FILE");
-  options.run.settings.fit_resolution_bytes = parse_bytes(options.resolution, "--resolution");
+  options.run.settings.fit.resolution_bytes = parse_bytes(options.resolution, "--resolution");
   const bool terminal = stderr_is_terminal();
   if (terminal)
     options.run.on_progress = [](const results::SweepProgress& p) {
@@ -84,7 +84,10 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--shard", o.shard, "I/N: run only shard I of N (0 <= I < N), by a stable hash of each task");
   command->add_flag("--resume", o.run.resume, "skip the tasks the output file holds already (a killed sweep)");
   command->add_option("--resolution", o.resolution, "fit tasks: stop the bisections at this step (default 1MiB)");
-  command->add_option("--grid", o.run.settings.fit_grid_points, "fit tasks: capacities tested on the grid (32)")
+  command
+      ->add_option(
+          "--grid", o.run.settings.fit.grid_points,
+          "fit tasks: capacities tested on the grid (" + std::to_string(results::FitSearch{}.grid_points) + ")")
       ->check(CLI::Range(2, 4096));
   command->add_flag("--timeline", o.run.settings.timeline, "keep each replay's timeline in its line (~40 KB more)");
   command->add_flag("--lenient", o.run.settings.lenient, "count and skip events inconsistent with the live state");
