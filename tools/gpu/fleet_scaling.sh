@@ -9,8 +9,10 @@
 #   tools/gpu/fleet_scaling.sh --prepare [BUILD]          (default build-fleet)
 # There (Python 3.12's standard library only, nothing downloaded), from the repository root:
 #   OUT=results tools/gpu/fleet_scaling.sh BUILD [TRACES] [WORKERS...]
-#     defaults: 10000 traces, workers 1 2 4 8 16; FLEET_POLICIES (default "pytorch"),
+#     defaults: 10000 traces, workers 1 2 4 8 16; FLEET_POLICIES (default "pytorch memreplay"),
 #     FLEET_CAPACITIES (default "none"), FLEET_MAX_FACTOR (default 4)
+# Then one `memreplay sweep -j N` process on the real traces x 6 policies with fit, for each N of
+# FLEET_THREADS (default 1 2 4 8 16; "" skips it): the threads' scaling.
 # A stage that a time limit may cut is written as it ends: run the worker counts in separate calls
 # (`... BUILD 10000 1`, then `... BUILD 10000 2 4 8 16`) when one call may not hold them all.
 # Output in $OUT: fleet_scaling.md (the table) and fleet_scaling.json; the fleet and the lines in
@@ -58,11 +60,12 @@ python=$(command -v python3)
   "$build"/fleet-traces/*.mrt
 echo "fleet: $(du -sh "$fleet" | cut -f1) in $fleet; host: $(nproc) CPUs, $(uptime)"
 
-"$python" - "$build/tools/memreplay" "$fleet/manifest.tsv" "$work" "$out" "$traces" "${workers[@]}" <<'EOF'
+status=0
+"$python" - "$build/tools/memreplay" "$fleet/manifest.tsv" "$work" "$out" "$traces" "${workers[@]}" <<'EOF' || status=$?
 import json, os, subprocess, sys, time
 memreplay, manifest, work, out = sys.argv[1:5]
 traces, workers = int(sys.argv[5]), sys.argv[6:]
-policies = os.environ.get("FLEET_POLICIES", "pytorch").split()
+policies = os.environ.get("FLEET_POLICIES", "pytorch memreplay").split()
 capacities = os.environ.get("FLEET_CAPACITIES", "none")
 flags = [a for p in policies for a in ("--policy", p)] + ["--capacity", capacities]
 report = os.path.join(out, "fleet_scaling.json")
@@ -124,3 +127,42 @@ open(os.path.join(out, "fleet_scaling.md"), "w").write(text)
 print(text)
 sys.exit(0 if ok else 1)
 EOF
+
+# One process on every core: `memreplay sweep -j N` on the real traces x 6 policies with fit (54
+# tasks, ~35 replays each), the sweep of the -j1/-j2 target, at each thread count of FLEET_THREADS.
+# shellcheck disable=SC2086
+"$python" - "$build/tools/memreplay" "$build/fleet-traces" "$work" "$out" ${FLEET_THREADS-1 2 4 8 16} <<'THREADS' || status=$?
+import glob, json, os, subprocess, sys, time
+memreplay, traces, work, out, threads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+policies = ["pytorch", "pytorch:expandable_segments:True", "memreplay", "gmlake", "cuda_async", "rmm_pool"]
+paths = sorted(glob.glob(os.path.join(traces, "*.mrt")))
+if not threads:
+    sys.exit(0)
+runs = {}
+for count in threads:
+    output = os.path.join(work, f"threads-{count}.jsonl")
+    if os.path.exists(output):
+        os.remove(output)
+    command = [memreplay, "sweep", *paths, "--capacity", "fit", "-j", count, "-o", output]
+    for policy in policies:
+        command += ["--policy", policy]
+    start = time.monotonic()
+    child = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    tasks = sum(1 for _ in open(output))
+    runs[count] = {"threads": int(count), "tasks": tasks, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+                   "max_rss_bytes": usage.ru_maxrss * 1024, "exit": os.waitstatus_to_exitcode(status)}
+    print(f"sweep -j{count}: {tasks} tasks in {wall:.2f} s", flush=True)
+base = runs[threads[0]]["wall_s"]
+lines = ["| sweep -j | tasks | wall s | speed-up | CPU s | max RSS |", "|---:|---:|---:|---:|---:|---:|"]
+for count in threads:
+    r = runs[count]
+    lines.append(f"| {count} | {r['tasks']} | {r['wall_s']:.2f} | {base / r['wall_s']:.2f}x | {r['cpu_s']:.1f} | "
+                 f"{r['max_rss_bytes'] / 2**20:.0f} MiB |")
+text = "\n## One process, -j threads (real traces x 6 policies, fit)\n\n" + "\n".join(lines) + "\n"
+json.dump(runs, open(os.path.join(out, "fleet_threads.json"), "w"), indent=2)
+open(os.path.join(out, "fleet_scaling.md"), "a").write(text)
+print(text)
+THREADS
+exit $status
