@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The pytest plugin's live mode on a real GPU (the device machine: torch 2.11, pytest, pybind11,
-# nvcc; no network). A small real model's training step is recorded under
+# torchvision, nvcc; no network). A ResNet-18's training steps are recorded under
 # @pytest.mark.limit_reserved and replayed from an empty pool:
 #   1. it passes under its limit;
 #   2. a change that grows its memory (a larger batch) fails it, naming the reserved peak, the
@@ -44,17 +44,18 @@ import os
 import pytest
 import torch
 
-BATCH = int(os.environ.get("BATCH", "64"))
-LIMIT = os.environ.get("LIMIT", "256MiB")
+import torchvision
+
+BATCH = int(os.environ.get("BATCH", "16"))
+LIMIT = os.environ.get("LIMIT", "1GiB")
 
 
 def train_step(batch):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096),
-                                torch.nn.GELU(), torch.nn.Linear(4096, 10)).cuda()
+    model = torchvision.models.resnet18(num_classes=10).cuda()
     optimizer = torch.optim.AdamW(model.parameters())
     for _ in range(3):
-        x = torch.randn(batch, 1024, device="cuda")
+        x = torch.randn(batch, 3, 64, 64, device="cuda")
         loss = torch.nn.functional.cross_entropy(model(x), torch.randint(0, 10, (batch,), device="cuda"))
         loss.backward()
         optimizer.step()
@@ -88,26 +89,26 @@ run() {  # NAME EXPECTED_EXIT ENV... -- PYTEST_ARGS...
 }
 peak_of() { grep -o 'reserved peak [0-9.]* [KMG]iB ([0-9]* bytes)' "$OUT/$1.log" | head -1; }
 
-run 1_under_limit 0 BATCH=64 -- test_model.py::test_train_step
+run 1_under_limit 0 BATCH=16 -- test_model.py::test_train_step
 echo "  $(peak_of 1_under_limit)"
-run 2_grown_over_limit 1 BATCH=16384 -- test_model.py::test_train_step
-grep -q 'reserved peak .* > limit 256.00 MiB under pytorch' "$OUT/2_grown_over_limit.log" &&
+run 2_grown_over_limit 1 BATCH=2048 -- test_model.py::test_train_step
+grep -q 'reserved peak .* > limit 1.00 GiB under pytorch' "$OUT/2_grown_over_limit.log" &&
   grep -q 'stacks live at the peak' "$OUT/2_grown_over_limit.log" &&
   grep -q 'test_model.py:[0-9]* train_step' "$OUT/2_grown_over_limit.log" ||
   { echo "FAIL 2_grown_over_limit: the failure does not name the peak, the limit and the stacks"; status=1; }
 grep -A12 'reserved peak .* > limit' "$OUT/2_grown_over_limit.log" | head -14
-run 3_after_cached_memory 0 BATCH=64 -- test_model.py
+run 3_after_cached_memory 0 BATCH=16 -- test_model.py
 if [[ "$(peak_of 1_under_limit)" == "$(peak_of 3_after_cached_memory)" && -n "$(peak_of 1_under_limit)" ]]; then
   echo "PASS 3: the same reserved peak after a test that left memory cached: $(peak_of 3_after_cached_memory)"
 else
   echo "FAIL 3: $(peak_of 1_under_limit) alone, $(peak_of 3_after_cached_memory) after cached memory"; status=1
 fi
-run 4a_first_figures 0 BATCH=64 LIMIT=4GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
-run 4b_grown_within_limit 1 BATCH=2048 LIMIT=4GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
+run 4a_first_figures 0 BATCH=16 LIMIT=8GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
+run 4b_grown_within_limit 1 BATCH=128 LIMIT=8GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
 grep -q 'grew past the figures kept' "$OUT/4b_grown_within_limit.log" ||
   { echo "FAIL 4b: not failed as grown past the figures kept"; status=1; }
-run 4c_back_to_first 0 BATCH=64 LIMIT=4GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
-run 5_traces_kept 0 BATCH=64 -- --memreplay-traces "$OUT/traces" test_model.py::test_train_step
+run 4c_back_to_first 0 BATCH=16 LIMIT=8GiB -- --memreplay-fail-on-increase test_model.py::test_train_step
+run 5_traces_kept 0 BATCH=16 -- --memreplay-traces "$OUT/traces" test_model.py::test_train_step
 ls "$OUT/traces"/*.mrt >/dev/null 2>&1 && "$work/site/bin/memreplay" info "$OUT/traces"/*.mrt | head -5 ||
   { echo "FAIL 5: no trace kept"; status=1; }
 rm -rf "$OUT/traces"
