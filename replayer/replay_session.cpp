@@ -76,7 +76,12 @@ void ReplaySession::dispatch(const Event& event, uint64_t trace_index) {
       break;
     case EventKind::segment_alloc:
     case EventKind::segment_map:
-      if (options_.from_empty_pool && event.has_flag(kPreexisting)) break;  // the starting pool: left out
+      if (options_.from_empty_pool && event.has_flag(kPreexisting)) {
+        // Left out of the replay, but the run's own blocks may lie in it (cached memory the run
+        // reused): the pool check still knows it.
+        if (options_.check_pools) pools_.on_segment(event);
+        break;
+      }
       [[fallthrough]];
     case EventKind::segment_free:
     case EventKind::segment_unmap: on_segment(event, trace_index); break;

@@ -146,8 +146,30 @@ def _over_limit(trace: Any, result: Any, limit: Optional[int], policy: str, capa
         for stack in peak["top_stacks"]:
             frames = stack["frames"] or ["(no stack recorded: torch.cuda.memory._record_memory_history(stacks=...))"]
             lines.append(f"  {format_bytes(stack['bytes']):>10} in {stack['blocks']} blocks")
-            lines.extend(f"      {frame}" for frame in frames[:8])
+            lines.extend(f"      {frame}" for frame in _frames_to_show(frames))
     return "\n".join(lines)
+
+
+def _is_library_frame(frame: str) -> bool:
+    return any(part in frame for part in ("/site-packages/", "/dist-packages/", "/lib/python3"))
+
+
+def _frames_to_show(frames: List[str], most: int = 8) -> List[str]:
+    """A stack's innermost two frames, then the code's own (outside installed packages and the
+    standard library) up to `most` frames: a model's allocation is torch's innermost, but what the
+    user changes is their own line, often dozens of torch frames further out. '...' where some are
+    left out."""
+    if len(frames) <= most:
+        return frames
+    own = [i for i, frame in enumerate(frames) if i >= 2 and not _is_library_frame(frame)]
+    keep = sorted({0, 1, *own[:most - 2]}) if own else list(range(most))
+    shown, last = [], -1
+    for i in keep:
+        if i != last + 1:
+            shown.append("...")
+        shown.append(frames[i])
+        last = i
+    return shown
 
 
 def _test_file_name(nodeid: str) -> str:

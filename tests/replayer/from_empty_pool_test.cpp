@@ -86,5 +86,53 @@ TEST_F(FromEmptyPool, ChangesNothingForATraceThatStartsEmpty) {
   EXPECT_EQ(fresh.events, plain.events);
 }
 
+// A live recording that began after an earlier test left memory cached: the run's blocks lie in
+// the starting pool's segments, which the replay leaves out; the pool check (live traces have it)
+// must still know those segments, and the replay is the one of the run's blocks alone.
+TEST_F(FromEmptyPool, RunsBlocksInTheStartingPoolsCachedSegments) {
+  constexpr uint64_t kBase = 0x7f0000000000, kOther = 0x7f1000000000, kMiB = 1 << 20;
+  // The live recording, or (expected) the run's own events alone in a trace without pool checks.
+  const auto write = [&](const std::string& name, bool live) {
+    proto::TraceHeader header;
+    header.set_source(live ? "pytorch-live" : "pytorch-snapshot");
+    header.set_starts_mid_run(live);
+    const std::string trace = path(name);
+    TraceWriter writer(trace);
+    writer.begin(header);
+    uint64_t time = 0;
+    const auto add = [&](EventKind kind, uint64_t address, uint64_t size, uint32_t flags = 0) {
+      Event e;
+      e.kind = kind;
+      e.address = address;
+      e.size = size;
+      e.flags = flags;
+      e.time_ns = ++time;
+      if (live || flags == 0) writer.append(e);
+    };
+    add(EventKind::segment_alloc, kBase, 64 * kMiB, kPreexisting);  // an earlier test's, cached
+    add(EventKind::alloc, kBase, 16 * kMiB, kPreexisting);  // still live
+    add(EventKind::segment_alloc, kOther, 20 * kMiB);  // the run's own segment
+    add(EventKind::alloc, kOther, 20 * kMiB);
+    add(EventKind::alloc, kBase + 16 * kMiB, 24 * kMiB);  // the run's, in the cached part
+    add(EventKind::alloc, kBase + 40 * kMiB, 8 * kMiB);
+    add(EventKind::free_completed, kBase + 16 * kMiB, 24 * kMiB);
+    if (live) add(EventKind::free_completed, kBase, 16 * kMiB);
+    add(EventKind::free_completed, kBase + 40 * kMiB, 8 * kMiB);
+    add(EventKind::free_completed, kOther, 20 * kMiB);
+    writer.finish();
+    return trace;
+  };
+  ReplayOptions options;
+  options.trace_path = write("after_cached_memory.mrt", true);
+  options.from_empty_pool = true;
+  const ReplayMetrics fresh = run_replay(options);
+  EXPECT_EQ(fresh.skipped_events, 0u);
+  EXPECT_EQ(fresh.requested_peak, 52 * kMiB);
+  ReplayOptions expected = options;
+  expected.trace_path = write("run_alone.mrt", false);
+  expected.from_empty_pool = false;
+  testing::expect_same_figures(fresh, run_replay(expected));
+}
+
 }  // namespace
 }  // namespace memreplay
