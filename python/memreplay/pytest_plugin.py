@@ -151,7 +151,8 @@ def _over_limit(trace: Any, result: Any, limit: Optional[int], policy: str, capa
 
 
 def _is_library_frame(frame: str) -> bool:
-    return any(part in frame for part in ("/site-packages/", "/dist-packages/", "/lib/python3"))
+    return frame.startswith("<") or any(part in frame for part in ("/site-packages/", "/dist-packages/",
+                                                                    "/lib/python3"))
 
 
 def _frames_to_show(frames: List[str], most: int = 8) -> List[str]:
@@ -169,7 +170,7 @@ def _frames_to_show(frames: List[str], most: int = 8) -> List[str]:
             shown.append("...")
         shown.append(frames[i])
         last = i
-    return shown
+    return shown + ["..."] if last < len(frames) - 1 else shown
 
 
 def _test_file_name(nodeid: str) -> str:

@@ -106,8 +106,8 @@ def test_a_failures_stacks_reach_the_users_own_frames():
 
     torch_frames = [f"/venv/lib/python3.12/site-packages/torch/nn/modules/m{i}.py:{i} forward" for i in range(30)]
     frames = torch_frames[:20] + ["/home/me/project/test_model.py:23 train_step"] + torch_frames[20:] + \
-        ["/home/me/project/test_model.py:40 test_train_step"]
+        ["/home/me/project/test_model.py:40 test_train_step", "<frozen runpy>:88 _run_code"]
     shown = _frames_to_show(frames)
-    assert shown == [frames[0], frames[1], "...", frames[20], "...", frames[-1]]
+    assert shown == [frames[0], frames[1], "...", frames[20], "...", frames[-2], "..."]
     assert _frames_to_show(frames[:8]) == frames[:8]
-    assert _frames_to_show(torch_frames) == torch_frames[:8]  # no frame of the user's: the innermost
+    assert _frames_to_show(torch_frames) == torch_frames[:8] + ["..."]  # no frame of the user's: the innermost

@@ -9,7 +9,7 @@
 #   tools/gpu/fleet_scaling.sh --prepare [BUILD]          (default build-fleet)
 # There (Python 3.12's standard library only, nothing downloaded), from the repository root:
 #   OUT=results tools/gpu/fleet_scaling.sh BUILD [TRACES] [WORKERS...]
-#     defaults: 10000 traces, workers 1 2 4 8 16; FLEET_POLICIES (default "pytorch memreplay"),
+#     defaults: 10000 traces, workers 1 2 4 8 16; FLEET_POLICIES (default "pytorch": 10,000 tasks, 4 min at one worker),
 #     FLEET_CAPACITIES (default "none"), FLEET_MAX_FACTOR (default 4)
 # Then one `memreplay sweep -j N` process on the real traces x 6 policies with fit, for each N of
 # FLEET_THREADS (default 1 2 4 8 16; "" skips it): the threads' scaling.
@@ -65,7 +65,7 @@ status=0
 import json, os, subprocess, sys, time
 memreplay, manifest, work, out = sys.argv[1:5]
 traces, workers = int(sys.argv[5]), sys.argv[6:]
-policies = os.environ.get("FLEET_POLICIES", "pytorch memreplay").split()
+policies = os.environ.get("FLEET_POLICIES", "pytorch").split()
 capacities = os.environ.get("FLEET_CAPACITIES", "none")
 flags = [a for p in policies for a in ("--policy", p)] + ["--capacity", capacities]
 report = os.path.join(out, "fleet_scaling.json")
@@ -129,7 +129,7 @@ sys.exit(0 if ok else 1)
 EOF
 
 # One process on every core: `memreplay sweep -j N` on the real traces x 6 policies with fit (54
-# tasks, ~35 replays each), the sweep of the -j1/-j2 target, at each thread count of FLEET_THREADS.
+# tasks, ~22 replays each), the sweep of the -j1/-j2 target, at each thread count of FLEET_THREADS.
 # shellcheck disable=SC2086
 "$python" - "$build/tools/memreplay" "$build/fleet-traces" "$work" "$out" ${FLEET_THREADS-1 2 4 8 16} <<'THREADS' || status=$?
 import glob, json, os, subprocess, sys, time
