@@ -7,6 +7,7 @@
 #include "proto/input_error.h"
 #include "replayer/replay_runner.h"
 #include "results/byte_count.h"
+#include "results/fit_result.h"
 #include "results/fit_scan.h"
 
 namespace memreplay::results {
@@ -94,25 +95,14 @@ ReplayOptions replay_options(const SweepTask& task, const SweepSettings& setting
   return options;
 }
 
-nlohmann::json fit_json(const FitScan& scan) {
-  nlohmann::json probes = nlohmann::json::array();
-  for (const auto& p : scan.probes) probes.push_back({{"capacity", p.capacity}, {"fits", p.fits}});
-  return {{"min_fit_bytes", scan.smallest_fit_bytes},
-          {"fits_above_bytes", scan.fits_above_bytes},
-          {"max_fail_bytes", scan.largest_fail_bytes},
-          {"monotonic", scan.monotonic},
-          {"resolution_bytes", scan.resolution_bytes},
-          {"replays", scan.replays},
-          {"probes", probes}};
-}
-
 nlohmann::json replay_fields(const SweepTask& task, const SweepSettings& settings) {
   const ReplayOptions options = replay_options(task, settings);
   nlohmann::json fields;
   if (task.capacity.kind == SweepCapacity::Kind::fit) {
     const FitScan scan = scan_min_capacity(options, settings.fit);
     fields = to_json(scan.uncapped);
-    fields["fit"] = fit_json(scan);
+    fields["fit"] = fit_scan_json(options, scan);  // as `fit --json` says it
+    fields["fit"].erase("uncapped");  // the line's own fields
   } else {
     fields = to_json(run_replay(options));
   }
