@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "proto/input_error.h"
 #include "replayer/replay_runner.h"
@@ -24,6 +25,24 @@ class Prober {
     ++replays_;
     tested_[capacity] = ok;
     return ok;
+  }
+
+  // fits() of each capacity, the untested ones run as independent jobs of `run_jobs`.
+  void fits_all(const std::set<uint64_t>& capacities, const RunJobs& run_jobs) {
+    std::vector<uint64_t> untested;
+    for (const uint64_t capacity : capacities)
+      if (!tested_.contains(capacity)) untested.push_back(capacity);
+    if (!run_jobs || untested.size() < 2) {
+      for (const uint64_t capacity : untested) fits(capacity);
+      return;
+    }
+    std::vector<char> ok(untested.size());
+    std::vector<std::function<void()>> jobs;
+    for (size_t i = 0; i < untested.size(); ++i)
+      jobs.emplace_back([this, &ok, &untested, i] { ok[i] = fits_at(options_, untested[i], recorded_peak_); });
+    run_jobs(jobs);
+    for (size_t i = 0; i < untested.size(); ++i) tested_[untested[i]] = ok[i] != 0;
+    replays_ += untested.size();
   }
 
   // Halves (fail, fit] while it is wider than the resolution; returns the final pair.
@@ -105,8 +124,9 @@ FitScan scan_min_capacity(const ReplayOptions& options, const FitSearch& search)
 
   Prober prober(options, scan.resolution_bytes);
   const int grid = std::max(1, search.grid_points);
-  for (int i = 1; i < grid; ++i) prober.fits(floor + static_cast<uint64_t>(double(top - floor) * i / grid));
-  prober.fits(top);
+  std::set<uint64_t> grid_capacities{top};
+  for (int i = 1; i < grid; ++i) grid_capacities.insert(floor + static_cast<uint64_t>(double(top - floor) * i / grid));
+  prober.fits_all(grid_capacities, search.run_grid);
   if (!prober.smallest_fit() && !prober.fits(scan.uncapped.device_memory))
     throw InputError(options.trace_path + ": with --policy " + options.policy_spec +
                      " the replay fits uncapped but at no capacity up to the device's memory");

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "replayer/metrics.h"
@@ -21,10 +22,15 @@
 
 namespace memreplay::results {
 
+// Runs independent jobs and returns once every one has run, rethrowing the first job's exception.
+// The search's answer does not depend on how: a sweep hands a grid's replays to its idle workers.
+using RunJobs = std::function<void(const std::vector<std::function<void()>>& jobs)>;
+
 // How fine the search is; `fit` and `advise` use the same defaults, so their answers agree.
 struct FitSearch {
   uint64_t resolution_bytes = uint64_t{1} << 20;
   int grid_points = 16;
+  RunJobs run_grid;  // how the grid's replays run; empty: one after another on this thread
 };
 
 struct CapacityProbe {

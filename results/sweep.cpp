@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -17,52 +15,12 @@
 
 #include "proto/input_error.h"
 #include "results/sweep_output.h"
+#include "results/sweep_queue.h"
 
 namespace memreplay::results {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Tasks from the producing thread to the workers, at most `depth` waiting: the plan is never
-// held whole, only this window of it.
-class TaskQueue {
- public:
-  explicit TaskQueue(size_t depth) : depth_(depth) {}
-  // False when the queue was closed (a worker failed): stop producing.
-  bool push(SweepTask&& task) {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return tasks_.size() < depth_ || closed_; });
-    if (closed_) return false;
-    tasks_.push_back(std::move(task));
-    ready_.notify_one();
-    return true;
-  }
-  // False when the queue is closed and empty.
-  bool pop(SweepTask& task) {
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [&] { return !tasks_.empty() || closed_; });
-    if (tasks_.empty()) return false;
-    task = std::move(tasks_.front());
-    tasks_.pop_front();
-    room_.notify_one();
-    return true;
-  }
-  // No more tasks; with `drop_waiting`, those waiting are dropped too (a worker failed).
-  void close(bool drop_waiting = false) {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    if (drop_waiting) tasks_.clear();
-    ready_.notify_all();
-    room_.notify_all();
-  }
-
- private:
-  size_t depth_;
-  std::mutex mutex_;
-  std::condition_variable ready_, room_;
-  std::deque<SweepTask> tasks_;
-  bool closed_ = false;
-};
 
 // Counts finished tasks and reports progress at most every interval.
 class ProgressCounter {
@@ -134,14 +92,24 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepRunOptions& options) {
   ResultLines out(options.output);
   const unsigned jobs = static_cast<unsigned>(
       std::clamp<uint64_t>(options.jobs == 0 ? available_cpus() : options.jobs, 1, std::max<uint64_t>(total, 1)));
-  TaskQueue queue(2 * size_t{jobs});
+  WorkQueue queue(2 * size_t{jobs});
+  SweepSettings settings = options.settings;
+  settings.fit.run_grid = [&queue, jobs](const std::vector<std::function<void()>>& grid) {
+    queue.run_jobs(grid, jobs - 1);
+  };
   ProgressCounter counter(options, total);
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure to write the output: the sweep stops
   const auto work = [&] {
     SweepTask task;
-    while (queue.pop(task)) try {
-        const nlohmann::json line = sweep_task_result(task, options.settings);
+    std::shared_ptr<JobBatch> help;
+    while (queue.pop(task, help)) {
+      if (help) {
+        help->work();
+        continue;
+      }
+      try {
+        const nlohmann::json line = sweep_task_result(task, settings);
         out.write(line_text(line));
         counter.finished(line["status"] != "ok");
       } catch (...) {
@@ -149,6 +117,8 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepRunOptions& options) {
         if (!error) error = std::current_exception();
         queue.close(true);
       }
+      queue.task_finished();
+    }
   };
   std::vector<std::thread> workers;
   for (unsigned i = 0; i < jobs; ++i) workers.emplace_back(work);

@@ -57,6 +57,27 @@ TEST_F(SweepRun, EveryTaskOnceWhateverTheThreadCount) {
   }
 }
 
+// Fit tasks on more threads than tasks: the grids' replays are shared among the idle threads, and
+// every line is still the one the task gives run alone.
+TEST_F(SweepRun, FitTasksWhoseGridsIdleThreadsShareGiveTheLinesOfTasksRunAlone) {
+  results::SweepPlan plan;
+  plan.traces = {testing::imported_trace("multistream_pipeline.default"),
+                 testing::imported_trace("gpt2_train.truncated")};
+  plan.policies = {"pytorch", "memreplay"};
+  plan.capacities = {SweepCapacity::fit()};
+  results::SweepRunOptions options;
+  options.output = path("fit.jsonl");
+  options.jobs = 6;
+  EXPECT_EQ(results::run_sweep(plan, options).progress.done, 4u);
+  const auto lines = testing::lines_by_key(testing::read_json_lines(path("fit.jsonl")));
+  ASSERT_EQ(lines.size(), 4u);
+  for (const auto& [key, line] : lines) {
+    ASSERT_EQ(line["status"], "ok") << key;
+    const results::SweepTask task{line["trace"], line["name"], line["policy"], SweepCapacity::fit()};
+    EXPECT_EQ(testing::without_run_time(results::sweep_task_result(task)), line) << key;
+  }
+}
+
 TEST_F(SweepRun, ResumeAfterATornLastLineWritesTheRestOnce) {
   run(path("whole.jsonl"), 2);
   const std::string whole = testing::read_bytes(path("whole.jsonl"));

@@ -12,7 +12,8 @@
 #     defaults: 10000 traces, workers 1 2 4 8 16; FLEET_POLICIES (default "pytorch": 10,000 tasks, 4 min at one worker),
 #     FLEET_CAPACITIES (default "none"), FLEET_MAX_FACTOR (default 4)
 # Then one `memreplay sweep -j N` process on the real traces x 6 policies with fit, for each N of
-# FLEET_THREADS (default 1 2 4 8 16; "" skips it): the threads' scaling.
+# FLEET_THREADS (default 1 2 4 8 16; "" skips it), FLEET_ROUNDS interleaved rounds (default 3, medians): the
+# threads' scaling, each run's fits held against the first run's.
 # A stage that a time limit may cut is written as it ends: run the worker counts in separate calls
 # (`... BUILD 10000 1`, then `... BUILD 10000 2 4 8 16`) when one call may not hold them all.
 # Output in $OUT: fleet_scaling.md (the table) and fleet_scaling.json; the fleet and the lines in
@@ -132,14 +133,15 @@ EOF
 # tasks, ~22 replays each), the sweep of the -j1/-j2 target, at each thread count of FLEET_THREADS.
 # shellcheck disable=SC2086
 "$python" - "$build/tools/memreplay" "$build/fleet-traces" "$work" "$out" ${FLEET_THREADS-1 2 4 8 16} <<'THREADS' || status=$?
-import glob, json, os, subprocess, sys, time
+import glob, json, os, statistics, subprocess, sys, time
 memreplay, traces, work, out, threads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 policies = ["pytorch", "pytorch:expandable_segments:True", "memreplay", "gmlake", "cuda_async", "rmm_pool"]
 paths = sorted(glob.glob(os.path.join(traces, "*.mrt")))
+rounds = int(os.environ.get("FLEET_ROUNDS", "3"))
 if not threads:
     sys.exit(0)
-runs = {}
-for count in threads:
+
+def sweep(count):
     output = os.path.join(work, f"threads-{count}.jsonl")
     if os.path.exists(output):
         os.remove(output)
@@ -150,19 +152,38 @@ for count in threads:
     child = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.monotonic() - start
-    tasks = sum(1 for _ in open(output))
-    runs[count] = {"threads": int(count), "tasks": tasks, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-                   "max_rss_bytes": usage.ru_maxrss * 1024, "exit": os.waitstatus_to_exitcode(status)}
-    print(f"sweep -j{count}: {tasks} tasks in {wall:.2f} s", flush=True)
-base = runs[threads[0]]["wall_s"]
-lines = ["| sweep -j | tasks | wall s | speed-up | CPU s | max RSS |", "|---:|---:|---:|---:|---:|---:|"]
+    lines = [json.loads(line) for line in open(output)]
+    # What the run found, to hold every run against the first: each task's fit, whatever the threads.
+    fits = {(l["name"], l["policy"]): json.dumps(l.get("fit"), sort_keys=True) for l in lines}
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_bytes": usage.ru_maxrss * 1024,
+            "tasks": len(lines), "exit": os.waitstatus_to_exitcode(status)}, fits
+
+runs, first = {count: [] for count in threads}, None
+for round in range(rounds):  # interleaved: a slow moment of the host falls on every count alike
+    for count in threads:
+        run, fits = sweep(count)
+        first = first or fits
+        run["same_fits_as_first"] = fits == first
+        runs[count].append(run)
+        print(f"round {round} sweep -j{count}: {run['tasks']} tasks in {run['wall_s']:.2f} s, "
+              f"{run['cpu_s']:.1f} s CPU, same fits: {run['same_fits_as_first']}", flush=True)
+
+def median(count, field):
+    return statistics.median(r[field] for r in runs[count])
+
+base = median(threads[0], "wall_s")
+lines = ["| sweep -j | tasks | wall s (median) | speed-up | CPU s | max RSS | rounds | same fits |",
+         "|---:|---:|---:|---:|---:|---:|---|---|"]
 for count in threads:
-    r = runs[count]
-    lines.append(f"| {count} | {r['tasks']} | {r['wall_s']:.2f} | {base / r['wall_s']:.2f}x | {r['cpu_s']:.1f} | "
-                 f"{r['max_rss_bytes'] / 2**20:.0f} MiB |")
+    walls = ", ".join(f"{r['wall_s']:.2f}" for r in runs[count])
+    lines.append(f"| {count} | {runs[count][0]['tasks']} | {median(count, 'wall_s'):.2f} | "
+                 f"{base / median(count, 'wall_s'):.2f}x | {median(count, 'cpu_s'):.1f} | "
+                 f"{max(r['max_rss_bytes'] for r in runs[count]) / 2**20:.0f} MiB | {walls} | "
+                 f"{'yes' if all(r['same_fits_as_first'] and r['exit'] == 0 for r in runs[count]) else 'NO'} |")
 text = "\n## One process, -j threads (real traces x 6 policies, fit)\n\n" + "\n".join(lines) + "\n"
 json.dump(runs, open(os.path.join(out, "fleet_threads.json"), "w"), indent=2)
 open(os.path.join(out, "fleet_scaling.md"), "a").write(text)
 print(text)
+sys.exit(0 if all(r["same_fits_as_first"] and r["exit"] == 0 for rs in runs.values() for r in rs) else 1)
 THREADS
 exit $status
