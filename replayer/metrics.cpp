@@ -75,7 +75,7 @@ nlohmann::json to_json(const ReplayMetrics& m) {
       {"oom_request_bytes", optional_json(m.oom_request_bytes)},
       {"preexisting_segments", m.preexisting_segments},
       {"skipped_events", m.skipped_events},
-      {"first_skipped", m.first_skipped ? nlohmann::json(*m.first_skipped) : nlohmann::json(nullptr)},
+      {"first_skipped", optional_json(m.first_skipped)},
       {"replay_seconds", m.replay_seconds},
       {"device_call_seconds", m.device_call_seconds},
       {"latency", latency_json(m.latency)},

@@ -25,23 +25,18 @@ bool still_named(int fd, const std::string& path) {
 
 BaselineLock::BaselineLock(const std::string& baseline_path) : path_(lock_path(baseline_path)) {
   for (;;) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw InputError(path_ + ": cannot create the baseline's lock file: " + std::strerror(errno));
+    fd_.reset(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd_) throw InputError(path_ + ": cannot create the baseline's lock file: " + std::strerror(errno));
     int status;
-    while ((status = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {}
-    if (status != 0) {
-      const int error = errno;
-      ::close(fd_);
-      throw InputError(path_ + ": cannot lock the baseline: " + std::strerror(error));
-    }
-    if (still_named(fd_, path_)) return;
-    ::close(fd_);  // locked a file its holder removed meanwhile: lock the one there now
+    while ((status = ::flock(fd_.get(), LOCK_EX)) != 0 && errno == EINTR) {}
+    if (status != 0) throw InputError(path_ + ": cannot lock the baseline: " + std::strerror(errno));
+    if (still_named(fd_.get(), path_)) return;
+    fd_.reset();  // locked a file its holder removed meanwhile: lock the one there now
   }
 }
 
-BaselineLock::~BaselineLock() {
-  ::unlink(path_.c_str());  // while still held: no one can lock this file and think it current
-  ::close(fd_);  // closing the last descriptor lets the flock go
-}
+// The descriptor closes after this, so the file goes while still held: no one can lock it and
+// think it current.
+BaselineLock::~BaselineLock() { ::unlink(path_.c_str()); }
 
 }  // namespace memreplay::results

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace memreplay::results {
 
 class BaselineLock {
@@ -14,14 +16,12 @@ class BaselineLock {
   // Blocks until the lock is held. InputError naming the lock file when it cannot be made.
   explicit BaselineLock(const std::string& baseline_path);
   ~BaselineLock();
-  BaselineLock(const BaselineLock&) = delete;
-  BaselineLock& operator=(const BaselineLock&) = delete;
 
   static std::string lock_path(const std::string& baseline_path) { return baseline_path + ".lock"; }
 
  private:
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;  // closing it lets the flock go
 };
 
 }  // namespace memreplay::results

@@ -57,20 +57,17 @@ bool DoneTasks::contains(std::string_view task_key) const {
 
 ResultLines::ResultLines(const std::string& path) : path_(path.empty() ? "-" : path) {
   if (path_ == "-") return;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InputError(path_ + ": cannot open the sweep output: " + std::strerror(errno));
-}
-
-ResultLines::~ResultLines() {
-  if (fd_ > 2) ::close(fd_);
+  file_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!file_) throw InputError(path_ + ": cannot open the sweep output: " + std::strerror(errno));
 }
 
 void ResultLines::write(std::string_view line) {
   std::lock_guard lock(mutex_);
   buffer_.assign(line);
   buffer_.push_back('\n');
+  const int fd = file_ ? file_.get() : STDOUT_FILENO;
   for (size_t written = 0; written < buffer_.size();) {
-    const ssize_t n = ::write(fd_, buffer_.data() + written, buffer_.size() - written);
+    const ssize_t n = ::write(fd, buffer_.data() + written, buffer_.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) throw InputError(path_ + ": cannot write the sweep output: " + std::strerror(errno));
     written += static_cast<size_t>(n);

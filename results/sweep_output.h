@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/unique_fd.h"
+
 namespace memreplay::results {
 
 // Calls visit(line) for every whole line of a sweep output, parsed; blank lines are skipped. A
@@ -47,9 +49,6 @@ class DoneTasks {
 class ResultLines {
  public:
   explicit ResultLines(const std::string& path);
-  ~ResultLines();
-  ResultLines(const ResultLines&) = delete;
-  ResultLines& operator=(const ResultLines&) = delete;
 
   // Appends `line` and a newline in one write() (more only if the kernel writes part of it).
   // Throws InputError naming the file when it cannot be written.
@@ -57,7 +56,7 @@ class ResultLines {
 
  private:
   std::string path_;
-  int fd_ = 1;
+  UniqueFd file_;  // none for stdout
   std::mutex mutex_;
   std::string buffer_;
 };

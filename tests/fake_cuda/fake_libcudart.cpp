@@ -16,19 +16,30 @@
 
 namespace {
 
+// The driver functions this runtime calls, each as: the Driver member that holds it, the function
+// it is (for the member's type) and the base name it is looked up by, which at version 13000 is
+// answered with the newest variant (cuMemAlloc: cuMemAlloc_v2). One list, so that the members
+// and their lookups cannot drift apart.
+// clang-format off
+#define FAKE_DRIVER_FUNCTIONS(X)                                    \
+  X(mem_alloc, cuMemAlloc_v2, "cuMemAlloc")                         \
+  X(mem_free, cuMemFree_v2, "cuMemFree")                            \
+  X(mem_alloc_managed, cuMemAllocManaged, "cuMemAllocManaged")      \
+  X(mem_alloc_async, cuMemAllocAsync, "cuMemAllocAsync")            \
+  X(mem_free_async, cuMemFreeAsync, "cuMemFreeAsync")               \
+  X(stream_create, cuStreamCreate, "cuStreamCreate")                \
+  X(stream_destroy, cuStreamDestroy_v2, "cuStreamDestroy")          \
+  X(event_record, cuEventRecord, "cuEventRecord")                   \
+  X(stream_wait_event, cuStreamWaitEvent, "cuStreamWaitEvent")      \
+  X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize") \
+  X(event_synchronize, cuEventSynchronize, "cuEventSynchronize")    \
+  X(ctx_synchronize, cuCtxSynchronize_v2, "cuCtxSynchronize")
+// clang-format on
+
 struct Driver {
-  decltype(&cuMemAlloc_v2) mem_alloc;
-  decltype(&cuMemFree_v2) mem_free;
-  decltype(&cuMemAllocManaged) mem_alloc_managed;
-  decltype(&cuMemAllocAsync) mem_alloc_async;
-  decltype(&cuMemFreeAsync) mem_free_async;
-  decltype(&cuStreamCreate) stream_create;
-  decltype(&cuStreamDestroy_v2) stream_destroy;
-  decltype(&cuEventRecord) event_record;
-  decltype(&cuStreamWaitEvent) stream_wait_event;
-  decltype(&cuStreamSynchronize) stream_synchronize;
-  decltype(&cuEventSynchronize) event_synchronize;
-  CUresult (*ctx_synchronize)(CUcontext);
+#define FAKE_DRIVER_MEMBER(member, function, name) decltype(&function) member;
+  FAKE_DRIVER_FUNCTIONS(FAKE_DRIVER_MEMBER)
+#undef FAKE_DRIVER_MEMBER
   decltype(&cuGetProcAddress_v2) get_proc_address;
 };
 
@@ -45,18 +56,9 @@ const Driver& driver() {
       if (r.get_proc_address(name, &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS) std::abort();
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
     };
-    get("cuMemAlloc", r.mem_alloc);
-    get("cuMemFree", r.mem_free);
-    get("cuMemAllocManaged", r.mem_alloc_managed);
-    get("cuMemAllocAsync", r.mem_alloc_async);
-    get("cuMemFreeAsync", r.mem_free_async);
-    get("cuStreamCreate", r.stream_create);
-    get("cuStreamDestroy", r.stream_destroy);
-    get("cuEventRecord", r.event_record);
-    get("cuStreamWaitEvent", r.stream_wait_event);
-    get("cuStreamSynchronize", r.stream_synchronize);
-    get("cuEventSynchronize", r.event_synchronize);
-    get("cuCtxSynchronize", r.ctx_synchronize);
+#define FAKE_DRIVER_GET(member, function, name) get(name, r.member);
+    FAKE_DRIVER_FUNCTIONS(FAKE_DRIVER_GET)
+#undef FAKE_DRIVER_GET
     return r;
   }();
   return d;

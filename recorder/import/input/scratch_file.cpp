@@ -96,24 +96,20 @@ void MappedBytes::release(size_t begin, size_t end) const {
 ScratchFile::ScratchFile(const std::string& for_file) : for_file_(for_file) {
   const std::string dir = scratch_dir();
 #ifdef O_TMPFILE
-  fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  fd_.reset(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
 #endif
-  if (fd_ < 0) {
+  if (!fd_) {
     std::string name = dir + "/memreplay-scratch-XXXXXX";
-    fd_ = ::mkstemp(name.data());
-    if (fd_ >= 0) ::unlink(name.c_str());
+    fd_.reset(::mkstemp(name.data()));
+    if (fd_) ::unlink(name.c_str());
   }
-  if (fd_ < 0) throw InputError(for_file + ": cannot create a scratch file in " + dir + ": " + std::strerror(errno));
-}
-
-ScratchFile::~ScratchFile() {
-  if (fd_ >= 0) ::close(fd_);
+  if (!fd_) throw InputError(for_file + ": cannot create a scratch file in " + dir + ": " + std::strerror(errno));
 }
 
 void ScratchFile::append(const void* bytes, size_t n) {
   const char* p = static_cast<const char*>(bytes);
   while (n > 0) {
-    const ssize_t w = ::write(fd_, p, n);
+    const ssize_t w = ::write(fd(), p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
       throw InputError(for_file_ + ": cannot write scratch data under " + scratch_dir() + ": " +
@@ -126,22 +122,22 @@ void ScratchFile::append(const void* bytes, size_t n) {
 
 void ScratchFile::reserve(uint64_t bytes) {
   if (bytes <= size_) return;
-  const int error = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+  const int error = ::posix_fallocate(fd(), 0, static_cast<off_t>(bytes));
   if (error != 0)
     throw InputError(for_file_ + ": cannot write scratch data under " + scratch_dir() + ": " + std::strerror(error));
   size_ = bytes;
 }
 
 void* ScratchFile::map_writable(size_t bytes) const {
-  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd(), 0);
   if (map == MAP_FAILED) throw InputError(for_file_ + ": cannot map scratch data: " + std::strerror(errno));
   return map;
 }
 
-MappedBytes ScratchFile::map() const { return MappedBytes(fd_, static_cast<size_t>(size_), for_file_); }
+MappedBytes ScratchFile::map() const { return MappedBytes(fd(), static_cast<size_t>(size_), for_file_); }
 
 void ScratchFile::map_over(void* at, size_t bytes) const {
-  if (::mmap(at, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd_, 0) == MAP_FAILED)
+  if (::mmap(at, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd(), 0) == MAP_FAILED)
     throw InputError(for_file_ + ": cannot map scratch data: " + std::strerror(errno));
 }
 

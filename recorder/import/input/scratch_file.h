@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace memreplay {
 
 // A read-only map of a file descriptor's first `bytes` bytes (nothing mapped for 0 bytes). If the
@@ -43,14 +45,11 @@ class ScratchFile {
  public:
   // `for_file` names the input being imported in errors (cannot create, disk full).
   explicit ScratchFile(const std::string& for_file);
-  ~ScratchFile();
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
 
   void append(const void* bytes, size_t n);
   uint64_t size() const { return size_; }
   // The file's descriptor, for a writer of its own (the file stays the ScratchFile's to close).
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Makes the file at least `bytes` long, its blocks allocated (zeros past what was written), so
   // that stores through map_writable() cannot fail for want of disk.
   void reserve(uint64_t bytes);
@@ -66,7 +65,7 @@ class ScratchFile {
 
  private:
   std::string for_file_;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_ = 0;
 };
 
