@@ -41,6 +41,7 @@ std::mutex g_setup_mutex;
 Settings g_settings;
 bool g_configured = false;
 std::atomic<LiveAllocator*> g_allocator{nullptr};
+int g_device = -1;  // the GPU the allocator serves: the device of the first allocation
 LiveTrace* g_trace = nullptr;
 thread_local std::string t_last_error;
 
@@ -126,11 +127,34 @@ MadeDevice make_device(int index) {
 #endif
 }
 
+// Our CUDA runtime (linked in, apart from the job's) has a current device per thread: the device's
+// calls and events from autograd's threads must find the allocator's GPU current.
+void make_current(int device) {
+#if MEMREPLAY_HAVE_CUDA
+  thread_local int current = -1;
+  if (current == device || g_settings.device != "cuda") return;
+  if (cudaSetDevice(device) != cudaSuccess)
+    throw std::runtime_error("cannot make CUDA device " + std::to_string(device) + " current");
+  current = device;
+#else
+  (void)device;
+#endif
+}
+
+LiveAllocator& serving(LiveAllocator& allocator, int device) {
+  if (device != g_device)
+    throw std::runtime_error("the memreplay live allocator serves one GPU per process (device " +
+                             std::to_string(g_device) + "); an allocation on device " + std::to_string(device) +
+                             " is not supported");
+  make_current(device);
+  return allocator;
+}
+
 // The process's allocator, made on the first call that needs it.
 LiveAllocator& allocator_for(int device) {
-  if (LiveAllocator* made = g_allocator.load(std::memory_order_acquire)) return *made;
+  if (LiveAllocator* made = g_allocator.load(std::memory_order_acquire)) return serving(*made, device);
   const std::lock_guard lock(g_setup_mutex);
-  if (LiveAllocator* made = g_allocator.load(std::memory_order_relaxed)) return *made;
+  if (LiveAllocator* made = g_allocator.load(std::memory_order_relaxed)) return serving(*made, device);
   configure_from_environment_once();
   MadeDevice made = make_device(device);
   if (!g_settings.trace.empty()) {
@@ -142,7 +166,9 @@ LiveAllocator& allocator_for(int device) {
         LiveTraceHeader{g_settings.policy, static_cast<uint32_t>(device), made.device->total_memory(), made.name});
   }
   auto* allocator = new LiveAllocator(std::move(made.device), g_settings.policy, std::move(made.order), g_trace);
+  g_device = device;
   g_allocator.store(allocator, std::memory_order_release);
+  make_current(device);
   return *allocator;
 }
 
@@ -229,6 +255,7 @@ void memreplay_alloc_free(void* ptr, ssize_t, int, void*) {
   if (ptr == nullptr || allocator == nullptr) return;
   guarded(
       [&] {
+        make_current(g_device);
         if (!allocator->free(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ptr)))) {
           t_last_error = "free of an address the live allocator did not hand out";
           std::fprintf(stderr, "memreplay: %s (%p): ignored\n", t_last_error.c_str(), ptr);
@@ -252,7 +279,7 @@ int memreplay_alloc_record_stream(void* ptr, void* stream) {
 
 void memreplay_alloc_empty_cache(void) {
   if (LiveAllocator* allocator = g_allocator.load(); allocator != nullptr)
-    guarded([&] { return allocator->empty_cache(), 0; }, 0);
+    guarded([&] { return make_current(g_device), allocator->empty_cache(), 0; }, 0);
 }
 
 int memreplay_alloc_set_memory_fraction(double fraction, int) {
