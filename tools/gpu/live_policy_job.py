@@ -235,7 +235,7 @@ def report(memreplay: str, out: str, folder: str) -> int:
         failed |= not row["replay_equal"] or not row.get("values_identical", False)
         rows.append(row)
     streams = cases.get("stream_order", [])
-    failed |= any(not s.get("ok", False) for s in streams)
+    failed |= any(not s.get("ok", False) for s in streams) or bool(cases.get("errors"))
     summary = {"rows": rows, "stream_order": streams, "errors": cases.get("errors", []), "failed": failed}
     with open(os.path.join(out, "live_policy.json"), "w") as f:
         json.dump(summary, f, indent=1)
