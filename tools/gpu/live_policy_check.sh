@@ -58,7 +58,9 @@ work=$(mktemp -d /tmp/memreplay-live-policy.XXXXXX)
 results=$work/results
 mkdir -p "$results"
 : >"$results/errors.txt"
-export LD_LIBRARY_PATH="$PWD/$build/live-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# live-libs goes on the library path of the memreplay CLI only: the jobs keep this machine's own
+# zstd and lzma (libmemreplay_alloc.so finds its libraries beside it, through its run path).
+cli_libs="$PWD/$build/live-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export MEMREPLAY_ALLOC_LIB="$PWD/$build/live-libs/libmemreplay_alloc.so"
 export MEMREPLAY_RECORD_LIB="$PWD/$build/recorder/live/libmemreplay_record.so"
@@ -107,7 +109,7 @@ for policy in "${policies[@]}"; do
 done
 
 progress "replaying the recorded traces and writing the table"
-"$python" "$job" report "$memreplay" "$out" "$results" 2>"$out/logs/report.log"
+LD_LIBRARY_PATH="$cli_libs" "$python" "$job" report "$memreplay" "$out" "$results" 2>"$out/logs/report.log"
 status=$?
 cp "$results"/*.json "$out/logs/" 2>/dev/null
 cp "$results/errors.txt" "$out/logs/" 2>/dev/null
