@@ -2,7 +2,8 @@
 # Live policies inside real PyTorch jobs on the GPU (libmemreplay_alloc.so behind
 # CUDAPluggableAllocator, memreplay.torch.use_policy): three workloads (a GPT-2-like training loop
 # in plain torch, torchvision ResNet-18 training, ViT-B/16 inference at batches 1..32), each under
-# native, native expandable_segments, and the policies of LIVE_POLICIES (default "memreplay bfc"),
+# native, native expandable_segments, and the policies of LIVE_POLICIES (default "memreplay
+# bfc:allow_growth:True"),
 # every case in a process of its own (one allocator per process). For each policy case:
 #   (a) reserved peak and device calls live vs a simulator replay of the trace the run recorded
 #       (`memreplay replay TRACE --policy SPEC`): must be equal
@@ -70,7 +71,10 @@ export CUBLAS_WORKSPACE_CONFIG=:4096:8  # deterministic cuBLAS
 memreplay="$PWD/$build/tools/memreplay"
 python=${PYTHON:-python3}
 job="$PWD/tools/gpu/live_policy_job.py"
-read -r -a policies <<<"${LIVE_POLICIES:-memreplay bfc}"
+# bfc with allow_growth: by default it takes the whole device at its first request, which on a live
+# GPU leaves nothing to the CUDA context and cuBLAS (and lands where the driver lets it: a replay
+# on the simulator, whose memory is all free, would take more).
+read -r -a policies <<<"${LIVE_POLICIES:-memreplay bfc:allow_growth:True}"
 started=$(date +%s)
 progress() { echo "[live_policy_check +$(($(date +%s) - started))s] $*"; }
 
