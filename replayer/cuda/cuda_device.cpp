@@ -138,6 +138,7 @@ bool CudaDevice::do_map(uint64_t address, uint64_t bytes) {
 }
 
 void CudaDevice::do_unmap(uint64_t address, uint64_t bytes) {
+  if (options_.synchronize_before_unmap) CUDA_TRY(cudaDeviceSynchronize());
   for (uint64_t page = address; page < address + bytes; page += granularity_) {
     const auto it = pages_.find(page);
     if (it == pages_.end()) throw std::logic_error("CudaDevice::unmap of a page that is not mapped");

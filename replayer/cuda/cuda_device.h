@@ -39,6 +39,9 @@ class CudaDevice final : public Device {
   struct Options {
     int index = 0;  // CUDA device ordinal
     std::optional<uint64_t> capacity;  // per-process cap in bytes
+    // Wait for the device's work before unmapping pages: needed when kernels may still read them
+    // (a live job; cuMemUnmap does not wait as cudaFree does), not in a replay that runs none.
+    bool synchronize_before_unmap = false;
   };
   // Creates the device's primary context. Throws CudaError when the device cannot be used.
   explicit CudaDevice(Options options);

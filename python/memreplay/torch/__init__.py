@@ -1,4 +1,5 @@
-"""Record PyTorch's CUDA caching allocator live into a memreplay trace (.mrt).
+"""Record PyTorch's CUDA caching allocator live into a memreplay trace (.mrt), or run a memreplay
+policy as its allocator (use_policy, pool, live_stats: _live.py, docs/deploying.md).
 
     import memreplay.torch
     with memreplay.torch.record("run.mrt"):
@@ -30,9 +31,11 @@ import sys
 import threading
 import time
 
+from ._live import PolicyUnavailable, finish_trace, live_stats, pool, use_policy
 from ._native import FLAGS, KINDS, FormatMismatch, RecorderUnavailable, check_format, extension, find_record_library
 
-__all__ = ["record", "start", "Recording", "RecorderUnavailable", "FormatMismatch"]
+__all__ = ["record", "start", "Recording", "RecorderUnavailable", "FormatMismatch", "use_policy", "pool", "live_stats",
+           "finish_trace", "PolicyUnavailable"]
 
 _SEGMENT_ALLOC, _SEGMENT_MAP, _ALLOC, _FREE_REQUESTED, _EMPTY_CACHE = (
     KINDS[k] for k in ("segment_alloc", "segment_map", "alloc", "free_requested", "empty_cache"))
