@@ -60,8 +60,10 @@ inline StepCalls replay_counting_steps(const ReplayOptions& options) {
   TraceReader reader(options.trace_path);
   auto [device, policy] = make_replay_target(reader, options);
   ReplaySession session(*policy, *device, options);
-  const auto calls = [&device] {
-    const DeviceCounters& c = device->counters();
+  // A named reference: clang cannot capture a structured binding.
+  const Device& replay_device = *device;
+  const auto calls = [&replay_device] {
+    const DeviceCounters& c = replay_device.counters();
     return c.malloc_calls + c.map_calls + c.free_calls + c.unmap_calls;
   };
   StepCalls steps;
