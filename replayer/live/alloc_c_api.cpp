@@ -200,7 +200,9 @@ auto guarded(Call call, decltype(call()) on_error) noexcept -> decltype(call()) 
 void* malloc_in(ssize_t size, int device, void* stream, uint32_t pool) {
   return guarded(
       [&]() -> void* {
-        if (size <= 0) return nullptr;  // PyTorch never asks for 0 bytes from a pluggable allocator
+        t_last_error.clear();
+        if (size == 0) return nullptr;  // an empty tensor: no memory, as PyTorch's own allocator
+        if (size < 0) throw std::runtime_error("allocation of " + std::to_string(size) + " bytes");
         if (pool > UINT16_MAX) throw std::runtime_error("pool " + std::to_string(pool) + " is above 65535");
         LiveAllocator& allocator = allocator_for(device);
         const auto address =

@@ -36,7 +36,8 @@ MEMREPLAY_ALLOC_API int memreplay_alloc_configure(const char* policy_spec, const
                                                   const char* trace_path, const char* record_library, char* error,
                                                   size_t error_size);
 /* CUDAPluggableAllocator's alloc and free; stream is a cudaStream_t. NULL when out of memory or on
- * an error (the message: memreplay_alloc_last_error). */
+ * an error (the message: memreplay_alloc_last_error), and for size 0 (no memory, not an error: the
+ * last error is then empty). */
 MEMREPLAY_ALLOC_API void* memreplay_alloc_malloc(ssize_t size, int device, void* stream);
 MEMREPLAY_ALLOC_API void memreplay_alloc_free(void* ptr, ssize_t size, int device, void* stream);
 /* An allocation in private pool `pool` (1..65535: a CUDA graph's or a MemPool's, numbered by the caller). */

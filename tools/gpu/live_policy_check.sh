@@ -26,7 +26,7 @@ cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --prepare ]; then
   # The CLI and the recorder from a portable build; libmemreplay_alloc.so from a plain one
   # (replayer/live/CMakeLists.txt says why), with the shared libraries it needs beyond the C and
-  # C++ runtimes (libmemreplay_policies.so, abseil) copied beside it.
+  # C++ runtimes (libmemreplay_policies.so, abseil) copied beside it. Needs patchelf.
   set -e
   build=${2:-build-live}
   plain=${3:-build}
@@ -47,6 +47,8 @@ if [ "${1:-}" = --prepare ]; then
         *) cp -L "$library" "$build/live-libs/" ;;
       esac
     done
+  # Each copied library finds the others beside it (the build's run paths point into this machine).
+  for library in "$build"/live-libs/*.so*; do patchelf --set-rpath '$ORIGIN' "$library"; done
   du -shc "$build/tools/memreplay" "$build/recorder/live/libmemreplay_record.so" "$build/live-libs"
   echo "carry: [\"$build/tools/memreplay\", \"$build/recorder/live/libmemreplay_record.so\", \"$build/live-libs\"]"
   exit 0

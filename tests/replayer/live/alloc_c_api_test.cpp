@@ -85,6 +85,12 @@ TEST_F(AllocCApi, ServesAPluggableAllocatorsCallsThroughAPolicy) {
   void* b = lib.malloc(3000, 0, stream_b);
   ASSERT_NE(a, nullptr) << lib.error();
   ASSERT_NE(b, nullptr) << lib.error();
+  // An empty tensor's request: no memory and no error, as PyTorch's own allocator; a negative
+  // size is an error with its reason.
+  EXPECT_EQ(lib.malloc(0, 0, stream_a), nullptr);
+  EXPECT_EQ(lib.error(), "");
+  EXPECT_EQ(lib.malloc(-5, 0, stream_a), nullptr);
+  EXPECT_NE(lib.error().find("-5 bytes"), std::string::npos) << lib.error();
   EXPECT_EQ(lib.record_stream(a, stream_b), 1);
   lib.free(a, 1 << 20, 0, stream_a);
   // The cap of the memory fraction: half the simulated H200.

@@ -74,13 +74,15 @@ uint32_t pool_for(int device, cudaStream_t stream) {
 }
 
 void* allocate(size_t size, int device, cudaStream_t stream) {
+  // An empty tensor: torch's own allocator hands out no memory for it either.
+  if (size == 0) return nullptr;
   const uint32_t pool = g_active_count.load(std::memory_order_acquire) == 0 ? 0 : pool_for(device, stream);
   const auto bytes = static_cast<ssize_t>(size);
   void* pointer = pool == 0 ? g_lib.malloc(bytes, device, stream) : g_lib.malloc_in_pool(bytes, device, stream, pool);
   if (pointer != nullptr) return pointer;
   const std::string message = last_error();
   if (message.rfind("CUDA out of memory", 0) == 0) TORCH_CHECK_WITH(OutOfMemoryError, false, message);
-  TORCH_CHECK(false, "memreplay live allocator: ", message);
+  TORCH_CHECK(false, "memreplay live allocator: ", message.empty() ? "no memory and no reason given" : message);
 }
 
 void release(void* pointer, size_t size, int device, cudaStream_t stream) {
