@@ -100,28 +100,19 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepRunOptions& options) {
   ProgressCounter counter(options, total);
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure to write the output: the sweep stops
-  const auto work = [&] {
-    SweepTask task;
-    std::shared_ptr<JobBatch> help;
-    while (queue.pop(task, help)) {
-      if (help) {
-        help->work();
-        continue;
-      }
-      try {
-        const nlohmann::json line = sweep_task_result(task, settings);
-        out.write(line_text(line));
-        counter.finished(line["status"] != "ok");
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-        queue.close(true);
-      }
-      queue.task_finished();
+  const auto run_task = [&](const SweepTask& task) {
+    try {
+      const nlohmann::json line = sweep_task_result(task, settings);
+      out.write(line_text(line));
+      counter.finished(line["status"] != "ok");
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+      queue.close(true);
     }
   };
   std::vector<std::thread> workers;
-  for (unsigned i = 0; i < jobs; ++i) workers.emplace_back(work);
+  for (unsigned i = 0; i < jobs; ++i) workers.emplace_back([&] { queue.run_worker(run_task); });
   try {
     for_each_task(plan, [&](SweepTask&& task) {
       if (!done.contains(task_key(task))) queue.push(std::move(task));

@@ -54,6 +54,19 @@ void WorkQueue::task_finished() {
   if (--running_ == 0 && closed_) ready_.notify_all();  // idle workers may now end
 }
 
+void WorkQueue::run_worker(const std::function<void(const SweepTask&)>& run) {
+  SweepTask task;
+  std::shared_ptr<JobBatch> help;
+  while (pop(task, help)) {
+    if (help) {
+      help->work();
+      continue;
+    }
+    run(task);
+    task_finished();
+  }
+}
+
 void WorkQueue::run_jobs(const std::vector<std::function<void()>>& jobs, size_t helpers) {
   const auto batch = std::make_shared<JobBatch>(jobs);
   helpers = std::min(helpers, jobs.size() - std::min<size_t>(jobs.size(), 1));

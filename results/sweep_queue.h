@@ -48,6 +48,9 @@ class WorkQueue {
   bool pop(SweepTask& task, std::shared_ptr<JobBatch>& help);
   // The task popped last by this worker has finished.
   void task_finished();
+  // A worker's whole life: pops until pop() says stop, helping with batches and handing each task
+  // to `run` (which must not throw: the task is finished after it returns).
+  void run_worker(const std::function<void(const SweepTask&)>& run);
   // Runs `jobs` on this thread and on up to `helpers` idle workers; returns when all have run.
   void run_jobs(const std::vector<std::function<void()>>& jobs, size_t helpers);
   // No more tasks; with `drop_waiting`, those waiting are dropped too (a worker failed).

@@ -15,27 +15,14 @@
 namespace memreplay {
 namespace {
 
-using results::JobBatch;
 using results::SweepTask;
 using results::WorkQueue;
 
-// Workers as the sweep runs them: help first, else a task, whose body is `run`.
+// Workers as the sweep runs them, each task's body `run`.
 template <typename Run>
 std::vector<std::thread> start_workers(WorkQueue& queue, int count, Run run) {
   std::vector<std::thread> workers;
-  for (int i = 0; i < count; ++i)
-    workers.emplace_back([&queue, run] {
-      SweepTask task;
-      std::shared_ptr<JobBatch> help;
-      while (queue.pop(task, help)) {
-        if (help) {
-          help->work();
-          continue;
-        }
-        run(task);
-        queue.task_finished();
-      }
-    });
+  for (int i = 0; i < count; ++i) workers.emplace_back([&queue, run] { queue.run_worker(run); });
   return workers;
 }
 
