@@ -45,6 +45,14 @@ def set_up(allocator: str, trace: str | None):
     return torch
 
 
+def training_step(optimizer, loss):
+    """Backward through `loss` and one optimizer step; returns the loss detached."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
 def gpt_workload(torch):
     """A small GPT-2-like decoder (plain torch), AdamW training steps on fixed random tokens."""
     nn = torch.nn
@@ -73,10 +81,7 @@ def gpt_workload(torch):
         ids = data[i % len(data)].cuda(non_blocking=True)
         logits = model(ids[:, :-1])
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
+        return training_step(optimizer, loss)
 
     return step
 
@@ -94,10 +99,7 @@ def resnet_workload(torch):
     def step(i):
         x, y = images[i % 4].cuda(), labels[i % 4].cuda()
         loss = torch.nn.functional.cross_entropy(model(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
+        return training_step(optimizer, loss)
 
     return step
 
