@@ -18,7 +18,7 @@ import os
 import threading
 from pathlib import Path
 
-from ._native import RecorderUnavailable, find_record_library
+from ._native import RecorderUnavailable, find_built_library, find_record_library
 
 _HERE = Path(__file__).resolve().parent
 _EXTENSION_NAME = "memreplay_torch_live_allocator"
@@ -34,20 +34,8 @@ class PolicyUnavailable(RuntimeError):
 
 
 def find_alloc_library() -> Path:
-    env = os.environ.get("MEMREPLAY_ALLOC_LIB")
-    if env:
-        path = Path(env)
-        if not path.is_file():
-            raise PolicyUnavailable(f"MEMREPLAY_ALLOC_LIB={env}: no such file")
-        return path.resolve()
-    for base in [_HERE, *_HERE.parents]:
-        candidates = [base / "lib" / "libmemreplay_alloc.so", base / "libmemreplay_alloc.so"]
-        candidates += sorted(base.glob("build*/replayer/live/libmemreplay_alloc.so"))
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate.resolve()
-    raise PolicyUnavailable(
-        "cannot find libmemreplay_alloc.so: build memreplay (ninja -C build memreplay_alloc) or set MEMREPLAY_ALLOC_LIB")
+    return find_built_library("libmemreplay_alloc.so", "MEMREPLAY_ALLOC_LIB", "replayer/live",
+                              "ninja -C build memreplay_alloc", PolicyUnavailable).resolve()
 
 
 def _load():

@@ -77,21 +77,27 @@ def _ancestors():
     return [_HERE, *_HERE.parents]
 
 
-def find_record_library() -> Path:
-    env = os.environ.get("MEMREPLAY_RECORD_LIB")
+def find_built_library(name: str, env_var: str, build_dir: str, how_to_build: str, error: type[Exception]) -> Path:
+    """A library memreplay builds: $env_var, else lib/NAME, NAME or build*/BUILD_DIR/NAME in this
+    package's directory or one above it. Raises `error`, saying how to build it, when none is there."""
+    env = os.environ.get(env_var)
     if env:
         path = Path(env)
         if not path.is_file():
-            raise RecorderUnavailable(f"MEMREPLAY_RECORD_LIB={env}: no such file")
+            raise error(f"{env_var}={env}: no such file")
         return path
     for base in _ancestors():
-        candidates = [base / "lib" / "libmemreplay_record.so", base / "libmemreplay_record.so"]
-        candidates += sorted(base.glob("build*/recorder/live/libmemreplay_record.so"))
+        candidates = [base / "lib" / name, base / name]
+        candidates += sorted(base.glob(f"build*/{build_dir}/{name}"))
         for candidate in candidates:
             if candidate.is_file():
                 return candidate
-    raise RecorderUnavailable(
-        "cannot find libmemreplay_record.so: build memreplay (cmake --build build) or set MEMREPLAY_RECORD_LIB")
+    raise error(f"cannot find {name}: build memreplay ({how_to_build}) or set {env_var}")
+
+
+def find_record_library() -> Path:
+    return find_built_library("libmemreplay_record.so", "MEMREPLAY_RECORD_LIB", "recorder/live", "cmake --build build",
+                              RecorderUnavailable)
 
 
 def _find_include_dir() -> Path:
