@@ -19,7 +19,8 @@
 # There (torch 2.11, Python 3.12, nvcc for the extension; nothing downloaded), from the repository root:
 #   OUT=results tools/gpu/live_policy_check.sh BUILD
 # One call of about 4-6 minutes (the extension compiles once, about a minute). A failed case is
-# listed and the others still run. Output in $OUT: live_policy.md, live_policy.json, logs/.
+# listed and the others still run. Output in $OUT: live_policy.md, live_policy.json, logs/, and
+# traces/ (what each policy run recorded).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -119,5 +120,7 @@ LD_LIBRARY_PATH="$cli_libs" "$python" "$job" report "$memreplay" "$out" "$result
 status=$?
 cp "$results"/*.json "$out/logs/" 2>/dev/null
 cp "$results/errors.txt" "$out/logs/" 2>/dev/null
+# The traces the policy runs recorded, to commit beside the table: a replay of each must give its row.
+mkdir -p "$out/traces" && cp "$work"/*.mrt "$out/traces/" 2>/dev/null
 progress "done (exit $status): $out/live_policy.md"
 exit "$status"
