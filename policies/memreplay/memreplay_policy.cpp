@@ -20,10 +20,12 @@
 //      (the high-water mark H, learned from the run). A request that needs new pages maps, in the
 //      same call, every page up to the budget after it (growth in the largest steps that keep
 //      reserved memory under ~1.02 x H if the peak comes now). A request whose pages would pass
-//      1/52 above H (the reclaim line, short of 1.02 x) first unmaps cached free pages down to
-//      that line (the smallest run that suffices, whole, else the largest runs: fewest calls),
-//      so the cache is moved to where it is needed; below that line it maps without moving (one
-//      call, not two).
+//      1/52 above H (the reclaim line, short of 1.02 x) and past the most bytes ever mapped (the
+//      reserved peak so far) first unmaps cached free pages down to that line (the smallest run
+//      that suffices, whole, else the largest runs: fewest calls), so the cache is moved to where
+//      it is needed; below that line it maps without moving (one call, not two). Mapping up to a
+//      reserved peak already reached cannot raise it, and a step that repeats one that reached
+//      it then maps where the other moved.
 //   4. Under a capacity (set_per_process_memory_fraction), the budget is at most the cap, and a
 //      request goes where it adds the fewest pages that no live block touches yet (then the fewest
 //      new maps, then best fit): under a cap the pinned pages decide what fits, and the partly
@@ -104,6 +106,7 @@ class MemreplayPolicy final : public Policy {
         return std::nullopt;
       }
     }
+    mapped_high_water_ = std::max(mapped_high_water_, arena_.mapped_bytes());
     live_.emplace(placement->address, LiveBlock{range, bytes});
     return Block{placement->address, size};
   }
@@ -117,13 +120,14 @@ class MemreplayPolicy final : public Policy {
   }
 
   // A placement that needs new pages moves cached ones (unmap here, map there: two calls) only
-  // when it would pass 1/52 (1.92%) above the high-water mark, and only as many as take it back
-  // to that line; between the budget and the line it maps its pages in one call and leaves the
-  // cache where it is (rule 3). Under a capacity the line is the budget, so that what fits under
-  // a cap does not change.
+  // when it would pass 1/52 (1.92%) above the high-water mark and the most bytes ever mapped (the
+  // reserved peak so far: pages that live blocks pin can take it past 1/52), and only as many as
+  // take it back to that line; below the line it maps its pages in one call and leaves the cache
+  // where it is (rule 3): mapping up to a reserved peak already reached does not raise it. Under a
+  // capacity the line is the budget, so that what fits under a cap does not change.
   uint64_t reclaim_line(uint64_t limit) const {
     if (device_.capacity()) return limit;
-    return std::max(limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor);
+    return std::max({limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor, mapped_high_water_});
   }
 
   bool do_free(uint64_t address, StreamId) override {
@@ -145,6 +149,7 @@ class MemreplayPolicy final : public Policy {
   absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;
   uint64_t requested_high_water_ = 0;
+  uint64_t mapped_high_water_ = 0;  // the most bytes this policy has had mapped: its reserved peak
 };
 
 }  // namespace

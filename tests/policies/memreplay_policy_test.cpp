@@ -10,7 +10,7 @@
 // the traces carry (tests/support/step_calls.h). Where the calls target is missed, kKnownCallsGaps
 // holds the measured calls as a ceiling (so that a regression fails) and the test asserts that the
 // target is still missed (so that the list stays true). It prints, per trace, floor / PyTorch /
-// memreplay, the bound and the calls after step 2.
+// memreplay, the bound, the calls after step 2, and the reserved and smallest-fit ratios.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,10 +18,12 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/units.h"
 #include "policies/memreplay/vmm_arena.h"
+#include "policies/registry.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
 #include "tests/support/groundtruth_rows.h"
@@ -38,7 +40,7 @@ namespace {
 // wrong size (docs/memreplay-policy.md, "Where the calls go").
 const std::map<std::string, uint64_t> kKnownCallsGaps = {
     {"gpt2_generate.default", 74}, {"gpt2_train.capped", 138},          {"gpt2_train.default", 138},
-    {"gpt2_train.stacks", 138},    {"vit_infer_varbatch.default", 237},
+    {"gpt2_train.stacks", 138},    {"vit_infer_varbatch.default", 230},
 };
 
 // Device calls after the second step where there are any: the ring-buffer trace starts mid-run,
@@ -161,6 +163,70 @@ TEST(VmmArenaPlacement, ABlockGoesWhereItsRemainderCanGrowUnlessAHoleFitsItExact
   EXPECT_EQ(arena.mapped_bytes(), 12 * kMiB);
 }
 
+// GIVEN a periodic workload (five long-lived blocks, then steps that each make the same 40
+// requests of 0.5 to 24.5 MiB, most not a whole number of pages, freed 1 to 6 requests later or at
+// the step's end, in a different order than allocated: the placement pressure varies within a
+// step), WHEN it runs 12 steps, THEN after the second step the policy makes no device call (no
+// unmap, no map) and its reserved peak does not grow: a step that repeats one that already
+// reached the reserved peak maps what it needs up to that peak instead of moving cached pages
+// (an unmap that waits for the GPU, and a map). With the reclaim line at 1/52 above the live
+// high-water mark alone, the same workload makes 23 unmaps and 16 maps after its second step.
+TEST(MemreplayPolicySteadyState, APeriodicWorkloadMovesNoPageAfterItsSecondStep) {
+  uint64_t x = 7 * 0x9E3779B97F4A7C15ull;  // xorshift64: the same workload every run
+  const auto next = [&x](uint64_t n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x % n;
+  };
+  constexpr int kRequests = 40;
+  std::vector<uint64_t> sizes(kRequests);
+  std::vector<int> lifetime(kRequests);  // in requests; kRequests: to the step's end
+  for (int i = 0; i < kRequests; ++i) {
+    sizes[i] = (1 + next(48)) * (kMiB / 2) + 512 * next(3);
+    lifetime[i] = next(4) == 0 ? kRequests : 1 + static_cast<int>(next(6));
+  }
+  SimDevice device(SimDevice::Options{});
+  const auto policy = PolicyRegistry::instance().create("memreplay", device);
+  uint64_t live = 0;
+  uint64_t requested_peak = 0;
+  const auto allocate = [&](uint64_t bytes) {
+    const auto block = policy->allocate(bytes, 0);
+    EXPECT_TRUE(block);
+    live += bytes;
+    requested_peak = std::max(requested_peak, live);
+    return block ? block->address : 0;
+  };
+  for (int i = 0; i < 5; ++i) allocate((3 + next(20)) * kMiB + 4096);  // kept to the end
+  DeviceCounters after_step_2;
+  for (int step = 0; step < 12; ++step) {
+    std::vector<std::tuple<int, uint64_t, uint64_t>> blocks;  // (freed before request, address, bytes)
+    const auto free_block = [&](const std::tuple<int, uint64_t, uint64_t>& block) {
+      policy->free(std::get<1>(block), 0);
+      live -= std::get<2>(block);
+    };
+    for (int i = 0; i < kRequests; ++i) {
+      std::erase_if(blocks, [&](const auto& block) {
+        if (std::get<0>(block) > i) return false;
+        free_block(block);
+        return true;
+      });
+      blocks.emplace_back(i + lifetime[i], allocate(sizes[i]), sizes[i]);
+    }
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) free_block(*it);
+    if (step == 1) after_step_2 = device.counters();
+  }
+  const DeviceCounters& end = device.counters();
+  EXPECT_GT(after_step_2.unmap_calls, 0u) << "the first steps move pages: the workload has placement pressure";
+  EXPECT_EQ(end.unmap_calls, after_step_2.unmap_calls) << "unmaps after the second step";
+  EXPECT_EQ(end.map_calls, after_step_2.map_calls) << "maps after the second step";
+  EXPECT_EQ(end.reserved_peak, after_step_2.reserved_peak) << "the later steps raise the reserved peak";
+  // At 213 MiB of requests one page is 0.9% of the peak: the pages that live blocks share with
+  // holes take this workload past 1.02 x under any placement the policy tries, so only the
+  // reserved peak's growth is checked.
+  EXPECT_GT(requested_peak, 200 * kMiB);
+}
+
 std::vector<std::string> traces() { return testing::real_data_names("traces", ".pickle.xz"); }
 
 TEST(MemreplayPolicySharedSet, EveryTraceOfTheSharedSetIsCovered) {
@@ -224,13 +290,14 @@ TEST_P(MemreplayPolicyTargets, ReservedMinFitAndDeviceCalls) {
 
   std::printf(
       "%-30s floor %4llu (one page of slack: %4llu) | pytorch %4llu (%llu + %llu) | memreplay %4llu (%llu + %llu) | "
-      "bound %4llu | after step 2: %s\n",
+      "bound %4llu | after step 2: %s | reserved %.4f x, smallest fit %.4f x\n",
       GetParam().c_str(), static_cast<unsigned long long>(bound), static_cast<unsigned long long>(page_slack_bound),
       static_cast<unsigned long long>(their_calls), static_cast<unsigned long long>(pytorch.device_alloc_calls),
       static_cast<unsigned long long>(pytorch.device_free_calls), static_cast<unsigned long long>(our_calls),
       static_cast<unsigned long long>(ours.device_alloc_calls), static_cast<unsigned long long>(ours.device_free_calls),
       static_cast<unsigned long long>(most_calls),
-      steps.periodic() ? std::to_string(steps.calls_after_step(2)).c_str() : "(not periodic)");
+      steps.periodic() ? std::to_string(steps.calls_after_step(2)).c_str() : "(not periodic)", reserved_ratio,
+      fit_ratio);
   RecordProperty("growth_bound", std::to_string(bound));
   RecordProperty("reserved_ratio", std::to_string(reserved_ratio));
   RecordProperty("min_fit_ratio", std::to_string(fit_ratio));
