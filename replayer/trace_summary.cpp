@@ -85,6 +85,7 @@ void TraceSummarizer::count_pool(DeviceState& state, const Event& event) {
   const bool growth = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
   if (event.kind == EventKind::alloc) {
     state.summary.pools[event.pool].allocs += recorded;
+    state.summary.has_allocations = true;
   } else if (growth) {
     DeviceSummary::Pool& pool = state.summary.pools[event.pool];
     pool.segments += recorded;
@@ -223,6 +224,7 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
                        {"peak_requested_bytes", d.peak_requested_bytes},
                        {"peak_reserved_bytes",
                         d.has_segment_events ? nlohmann::json(d.peak_reserved_bytes) : nlohmann::json(nullptr)},
+                       {"allocations_visible", d.allocations_visible()},
                        {"peak_event", d.peak_event},
                        {"peak_time_ns", d.peak_time_ns},
                        {"top_stacks_at_peak", top}});

@@ -50,6 +50,11 @@ struct DeviceSummary {
   // once, the starting state included; 0 in a trace without segment events.
   uint64_t peak_reserved_bytes = 0;
   bool has_segment_events = false;
+  bool has_allocations = false;  // an alloc event (failed calls are never counted)
+  // False when the trace holds the device's segments but not one allocation of the program: its
+  // allocator suballocates where no recorder looked (CuPy's pool, JAX's BFC under the
+  // interposer), and a replay has nothing to place.
+  bool allocations_visible() const { return has_allocations || !has_segment_events; }
   // The rebuilt state at the first kept entry (kPreexisting events), apart from the recorded ones.
   struct StartingState {
     uint64_t segments = 0, segment_bytes = 0;  // cudaMalloc segments and mapped expandable ranges

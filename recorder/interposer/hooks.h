@@ -23,8 +23,9 @@
 //   cuda/cuStreamCreate*, *StreamDestroy                            stream_create / stream_destroy
 //   *EventRecord*, *StreamWaitEvent                                 event_record / stream_wait_event (aux = event)
 //   *StreamSynchronize, *EventSynchronize, cudaDeviceSynchronize, cuCtxSynchronize   synchronize
-// With MEMREPLAY_MALLOC_EVENTS=alloc, cudaMalloc/cuMemAlloc/cudaFree/cuMemFree become alloc /
-// free_completed instead: the program's own requests, replayable against allocator policies.
+// With MEMREPLAY_MALLOC_EVENTS=alloc, cudaMalloc/cuMemAlloc/cudaFree/cuMemFree and cuMemMap/cuMemUnmap
+// become alloc / free_completed instead: the program's own requests, replayable against allocator
+// policies (a map's size is the mapped size, a multiple of the granularity).
 // A call that failed is kept with flag kFailed and its return code in aux. Every event's stack is
 // [the API called, the caller (library + symbol), the thread ("thread TID (name)")].
 // Not interposed (yet): pitched/array/3D allocations (cudaMallocPitch, cudaMalloc3D, cuMemAllocPitch,
@@ -215,6 +216,16 @@ bool mallocs_as_allocs() noexcept;
 inline EventKind malloc_kind() noexcept { return mallocs_as_allocs() ? EventKind::alloc : EventKind::segment_alloc; }
 inline EventKind free_kind() noexcept {
   return mallocs_as_allocs() ? EventKind::free_completed : EventKind::segment_free;
+}
+// cuMemMap/cuMemUnmap likewise: an allocator that maps each buffer (JAX's platform allocator:
+// cuMemCreate + cuMemMap per array) makes its buffers' maps the program's allocations. CUDA
+// unmaps only whole mapped ranges, so an unmap frees exactly the one map at its address.
+inline Call map_call(uint64_t address, uint64_t size, uint64_t handle) noexcept {
+  if (mallocs_as_allocs()) return Call{EventKind::alloc, 0, address, size};
+  return Call{EventKind::segment_map, 0, address, size, handle};
+}
+inline Call unmap_call(uint64_t address, uint64_t size) noexcept {
+  return Call{mallocs_as_allocs() ? EventKind::free_completed : EventKind::segment_unmap, 0, address, size};
 }
 
 }  // namespace memreplay::interposer

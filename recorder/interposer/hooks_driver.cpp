@@ -41,8 +41,8 @@ WRAP(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle),
      mi::event({EventKind::physical_free, 0, 0, 0, handle}))
 WRAP(cuMemMap,
      (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
-     (ptr, size, offset, handle, flags), mi::event({EventKind::segment_map, 0, ptr, size, handle}))
-WRAP(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size), mi::event({EventKind::segment_unmap, 0, ptr, size}))
+     (ptr, size, offset, handle, flags), mi::event(mi::map_call(ptr, size, handle)))
+WRAP(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size), mi::event(mi::unmap_call(ptr, size)))
 
 // --- streams, events, synchronization ------------------------------------------------------------
 

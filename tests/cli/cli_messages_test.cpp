@@ -142,6 +142,11 @@ TEST_F(CliMessages, InfoShowsTheRecordedReservedPeakSettingsAndGpu) {
   // Without segment events there is no recorded reserved peak (null, not 0).
   const auto rmm = nlohmann::json::parse(testing::run_memreplay("info " + trace_ + " --json -", dir_).out);
   EXPECT_FALSE(rmm["devices"][0]["peak_reserved_bytes"].is_null());
+  // Segments and no allocation: what a suballocating framework shows the interposer.
+  EXPECT_NE(run.out.find("no allocation of the program: only the segments"), std::string::npos) << run.out;
+  EXPECT_EQ(json["devices"][0]["allocations_visible"], false);
+  EXPECT_EQ(rmm["devices"][0]["allocations_visible"], true);
+  EXPECT_EQ(testing::run_memreplay("info " + trace_, dir_).out.find("no allocation of the program"), std::string::npos);
 }
 
 TEST_F(CliMessages, BoundSaysWhatItWrote) {

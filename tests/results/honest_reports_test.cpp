@@ -105,5 +105,22 @@ TEST_F(InterposedTrace, AFailedDeviceCallIsNeverALiveAllocation) {
   }
 }
 
+// A framework whose allocator suballocates (CuPy's pool, JAX's BFC) shows the interposer its
+// segments only: info says the program's allocations are not in the trace. A failed allocation is
+// no allocation of it; a PyTorch import and an interposed run of per-buffer calls have them.
+TEST_F(InterposedTrace, SegmentsWithoutAllocationsAreSaidToHideTheProgramsAllocations) {
+  std::vector<Event> segments_only = {
+      Event{.kind = EventKind::segment_alloc, .time_ns = 1, .address = 0x1000'0000, .size = 32 << 20},
+      Event{.kind = EventKind::alloc, .time_ns = 2, .address = 0, .size = 1 << 20, .flags = kFailed, .aux = 2},
+      Event{.kind = EventKind::segment_free, .time_ns = 3, .address = 0x1000'0000, .size = 32 << 20}};
+  EXPECT_FALSE(summarize(segments_only).allocations_visible());
+
+  std::vector<Event> per_buffer = segments_only;
+  per_buffer[1] = Event{.kind = EventKind::alloc, .time_ns = 2, .address = 0x2000'0000, .size = 1 << 20};
+  EXPECT_TRUE(summarize(per_buffer).allocations_visible());
+  EXPECT_TRUE(DeviceSummary{}.allocations_visible());  // nothing recorded hides nothing
+  EXPECT_TRUE(summarize(TraceReader::read_all(imported_trace("multistream_pipeline.default"))).allocations_visible());
+}
+
 }  // namespace
 }  // namespace memreplay

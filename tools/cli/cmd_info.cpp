@@ -57,6 +57,11 @@ void print_summary(const nlohmann::json& s) {
                   count.get<unsigned long long>());
     for (const auto& [kind, count] : d["failed_per_kind"].items())
       std::printf("  %-18s %llu failed calls (never live)\n", kind.c_str(), count.get<unsigned long long>());
+    if (!d["allocations_visible"].get<bool>())
+      std::printf(
+          "  no allocation of the program: only the segments its allocator got from the device (an allocator that\n"
+          "  suballocates, such as CuPy's memory pool or JAX's BFC allocator); a replay has nothing to place\n"
+          "  (docs/recording.md, \"Other frameworks\")\n");
     const auto& start = d["starting_state"];
     if (start["segments"].get<uint64_t>() + start["blocks"].get<uint64_t>() > 0)
       std::printf(

@@ -319,8 +319,8 @@ void add_record_command(CLI::App& app) {
                      "FILE (- for stdout)");
   command
       .add_option("--malloc-as", options.malloc_as,
-                  "record cudaMalloc/cuMemAlloc as driver segments (segment_alloc, default) or as the "
-                  "program's own allocations (alloc/free_completed, replayable against allocator policies)")
+                  "record cudaMalloc/cuMemAlloc and cuMemMap as driver segments and mappings (default) or as "
+                  "the program's own allocations (alloc/free_completed, replayable against allocator policies)")
       ->check(CLI::IsMember({"segment", "alloc"}));
   command.add_option("--flush-ms", options.flush_ms, "write to the file at least this often (default 500)")
       ->check(CLI::Range(1u, 3'600'000u));

@@ -201,6 +201,28 @@ TEST_F(Interposer, MallocsCanBeRecordedAsTheProgramsAllocations) {
   EXPECT_EQ(t.events[10].size, 1000u);
 }
 
+// A buffer mapped with cuMemCreate + cuMemMap (JAX's platform allocator) is the program's
+// allocation too: the map at the reservation's start, the unmap its free, and the trace consistent.
+TEST_F(Interposer, MapsCanBeRecordedAsTheProgramsAllocations) {
+  const Result r = run_app(path("t.mrt"), {{"MEMREPLAY_MALLOC_EVENTS", "alloc"}}, 1, 1);
+  ASSERT_TRUE(r.ok()) << r.err;
+  const Traced t = read_trace(path("t.mrt"));
+  ASSERT_GT(t.events.size(), 19u);
+  const Event &reserve = t.events[15], &map = t.events[17], &unmap = t.events[18];
+  ASSERT_EQ(t.stacks[17][0].name, "cuMemMap");
+  ASSERT_EQ(t.stacks[18][0].name, "cuMemUnmap");
+  EXPECT_EQ(reserve.kind, EventKind::address_reserve);
+  EXPECT_EQ(map.kind, EventKind::alloc);
+  EXPECT_EQ(map.address, reserve.address);
+  EXPECT_EQ(map.size, 2u << 20);
+  EXPECT_EQ(unmap.kind, EventKind::free_completed);
+  EXPECT_EQ(unmap.address, map.address);
+  EXPECT_EQ(unmap.size, map.size);
+  TraceValidator validator;
+  validator.add(TraceReader::read_all(path("t.mrt")), 0);
+  EXPECT_EQ(validator.problem_count(), 0u) << (validator.problems().empty() ? "" : validator.problems()[0].message);
+}
+
 // The app's deliberately failing 2 TiB cudaMalloc, recorded as the program's allocation: flagged
 // failed, and never live: info's peak is the real allocations', no policy runs out of
 // memory on it, validate finds nothing wrong.
