@@ -15,10 +15,32 @@ namespace {
 
 using memreplay::plugin_guard::in_flight;
 
-template <class Function>
-Function next_definition(const char* name) {
-  return reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+using ExitFunction = void (*)(int);
+using RegisterFunction = int (*)(void (*)(void*), void*, void*);
+
+// The C library's definitions, looked up once while the process loads us (before main): _exit()
+// is async-signal-safe and exit() runs in forked children of threaded programs, so neither may
+// call dlsym, which is neither (it takes the loader's lock and allocates its error state).
+struct NextDefinitions {
+  ExitFunction exit, exit_now, exit_immediately, quick_exit;
+  RegisterFunction cxa_atexit;
+};
+
+NextDefinitions look_up_next_definitions() {
+  const auto next = [](const char* name) { return dlsym(RTLD_NEXT, name); };
+  return {reinterpret_cast<ExitFunction>(next("exit")), reinterpret_cast<ExitFunction>(next("_exit")),
+          reinterpret_cast<ExitFunction>(next("_Exit")), reinterpret_cast<ExitFunction>(next("quick_exit")),
+          reinterpret_cast<RegisterFunction>(next("__cxa_atexit"))};
 }
+
+NextDefinitions g_next{};
+
+// Before any other constructor of this library's users (101: the first priority not reserved).
+__attribute__((constructor(101))) void resolve_next_definitions() { g_next = look_up_next_definitions(); }
+
+// A call that comes before the constructor ran (a library initialised earlier registers a
+// destructor) looks the definitions up itself; only the constructor writes them.
+NextDefinitions next_definitions() { return g_next.cxa_atexit != nullptr ? g_next : look_up_next_definitions(); }
 
 // "called exit(3)", without allocating.
 [[noreturn]] void stop_at_exit(const char* function, int status) {
@@ -62,31 +84,30 @@ extern "C" {
 
 void exit(int status) noexcept {
   if (in_flight.who != nullptr) stop_at_exit("exit", status);
-  next_definition<void (*)(int)>("exit")(status);
+  next_definitions().exit(status);
   __builtin_unreachable();
 }
 
 void _exit(int status) {
   if (in_flight.who != nullptr) stop_at_exit("_exit", status);
-  next_definition<void (*)(int)>("_exit")(status);
+  next_definitions().exit_now(status);
   __builtin_unreachable();
 }
 
 void _Exit(int status) noexcept {
   if (in_flight.who != nullptr) stop_at_exit("_Exit", status);
-  next_definition<void (*)(int)>("_Exit")(status);
+  next_definitions().exit_immediately(status);
   __builtin_unreachable();
 }
 
 void quick_exit(int status) noexcept {
   if (in_flight.who != nullptr) stop_at_exit("quick_exit", status);
-  next_definition<void (*)(int)>("quick_exit")(status);
+  next_definitions().quick_exit(status);
   __builtin_unreachable();
 }
 
 int __cxa_atexit(void (*function)(void*), void* argument, void* dso) noexcept {
-  using Register = int (*)(void (*)(void*), void*, void*);
-  static const Register next = next_definition<Register>("__cxa_atexit");
+  const RegisterFunction next = next_definitions().cxa_atexit;
   if (in_flight.who == nullptr) return next(function, argument, dso);
   // malloc, not new: no C++ runtime on this path, which the runtime itself may be initialising.
   auto* handler = static_cast<PluginExitHandler*>(std::malloc(sizeof(PluginExitHandler)));
