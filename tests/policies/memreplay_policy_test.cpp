@@ -171,6 +171,9 @@ TEST(VmmArenaPlacement, ABlockGoesWhereItsRemainderCanGrowUnlessAHoleFitsItExact
 // reached the reserved peak maps what it needs up to that peak instead of moving cached pages
 // (an unmap that waits for the GPU, and a map). With the reclaim line at 1/52 above the live
 // high-water mark alone, the same workload makes 23 unmaps and 16 maps after its second step.
+// Not every periodic workload reaches zero: of 30 generated as this one is (other seeds), the
+// rule lowered the calls after the second step on 22 and by 24% in all; this one guards the
+// mechanism, not a bound.
 TEST(MemreplayPolicySteadyState, APeriodicWorkloadMovesNoPageAfterItsSecondStep) {
   uint64_t x = 7 * 0x9E3779B97F4A7C15ull;  // xorshift64: the same workload every run
   const auto next = [&x](uint64_t n) {
