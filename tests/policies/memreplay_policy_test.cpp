@@ -18,7 +18,6 @@
 #include <initializer_list>
 #include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "base/units.h"
@@ -203,18 +202,22 @@ TEST(MemreplayPolicySteadyState, APeriodicWorkloadMovesNoPageAfterItsSecondStep)
   for (int i = 0; i < 5; ++i) allocate((3 + next(20)) * kMiB + 4096);  // kept to the end
   DeviceCounters after_step_2;
   for (int step = 0; step < 12; ++step) {
-    std::vector<std::tuple<int, uint64_t, uint64_t>> blocks;  // (freed before request, address, bytes)
-    const auto free_block = [&](const std::tuple<int, uint64_t, uint64_t>& block) {
-      policy->free(std::get<1>(block), 0);
-      live -= std::get<2>(block);
+    struct Held {
+      int freed_before;  // the request of this step before which it is freed
+      uint64_t address, bytes;
+    };
+    std::vector<Held> blocks;
+    const auto free_block = [&](const Held& block) {
+      policy->free(block.address, 0);
+      live -= block.bytes;
     };
     for (int i = 0; i < kRequests; ++i) {
-      std::erase_if(blocks, [&](const auto& block) {
-        if (std::get<0>(block) > i) return false;
+      std::erase_if(blocks, [&](const Held& block) {
+        if (block.freed_before > i) return false;
         free_block(block);
         return true;
       });
-      blocks.emplace_back(i + lifetime[i], allocate(sizes[i]), sizes[i]);
+      blocks.push_back({i + lifetime[i], allocate(sizes[i]), sizes[i]});
     }
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) free_block(*it);
     if (step == 1) after_step_2 = device.counters();
