@@ -10,19 +10,20 @@ namespace {
 
 bool is_release(EventKind k) { return k == EventKind::segment_free || k == EventKind::segment_unmap; }
 
-// Live-block count per cudaMalloc segment. Expandable ranges are left out: rule 1 is about
-// cudaMalloc segments only.
+// Live-block count per cudaMalloc segment, and its pool. Expandable ranges are left out: rule 1 is
+// about cudaMalloc segments only.
 class Occupancy {
  public:
   explicit Occupancy(const AllocatorState& initial) {
     for (const SegmentState& s : initial.segments)
-      if (!s.expandable) segments_[s.address] = {s.size, 0};
+      if (!s.expandable) segments_[s.address] = {s.size, 0, s.pool};
     for (const BlockState& b : initial.blocks) adjust(b.address, +1);
   }
 
-  void apply(const TraceStep& e) {
+  // `pool`: the pool of `e` (pool_assignment.h).
+  void apply(const TraceStep& e, uint16_t pool) {
     switch (e.kind) {
-      case EventKind::segment_alloc: segments_[e.address] = {e.size, 0}; break;
+      case EventKind::segment_alloc: segments_[e.address] = {e.size, 0, pool}; break;
       case EventKind::segment_free: segments_.erase(e.address); break;
       case EventKind::alloc: adjust(e.address, +1); break;
       case EventKind::free_completed: adjust(e.address, -1); break;
@@ -30,14 +31,17 @@ class Occupancy {
     }
   }
 
-  // True when every entirely free segment is among the segment_free entries of `run`.
+  // True when every entirely free segment of the default pool is among the segment_free entries of
+  // `run`. A private pool's free segments stay while its graphs or MemPool are alive (empty_cache
+  // releases them only once the pool is released), so they neither confirm nor refute the run.
   bool run_releases_all_free(std::span<const TraceStep> run) const {
     std::vector<uint64_t> released;
     for (const TraceStep& e : run)
       if (e.kind == EventKind::segment_free) released.push_back(e.address);
     std::sort(released.begin(), released.end());
     for (const auto& [address, seg] : segments_)
-      if (seg.live == 0 && !std::binary_search(released.begin(), released.end(), address)) return false;
+      if (seg.live == 0 && seg.pool == kDefaultPool && !std::binary_search(released.begin(), released.end(), address))
+        return false;
     return true;
   }
 
@@ -45,6 +49,7 @@ class Occupancy {
   struct Segment {
     uint64_t size;
     int64_t live;
+    uint16_t pool;
   };
 
   void adjust(uint64_t address, int delta) {
@@ -145,7 +150,8 @@ bool is_empty_cache_stack(std::span<const FrameText> frames) {
 }
 
 std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks, const TraceWindowDone& done) {
+                                      const EntryStacks* stacks, const TraceWindowDone& done,
+                                      std::span<const uint16_t> pools) {
   std::vector<size_t> found;
   // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
   // never release a segment.
@@ -154,12 +160,14 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
   OomAhead oom_ahead(trace);
   const uint64_t peak = reserved_peak(initial, trace, done);
   ReservedBytes reserved = initial_reserved(initial);  // before entry i
+  const auto pool_of = [&](size_t i) { return pools.empty() ? kDefaultPool : pools[i]; };
   TraceWindows windows(done, trace.size());
   for (size_t i = 0; i < trace.size();) {
     windows.forward(i);
     if (!is_release(trace[i].kind)) {
       reserved.apply(trace[i]);
-      occupancy.apply(trace[i++]);
+      occupancy.apply(trace[i], pool_of(i));
+      ++i;
       continue;
     }
     size_t end = i;
@@ -175,9 +183,9 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
         !after_free && end < trace.size() && is_growth(trace[end].kind) && reserved.now + trace[end].size > peak;
     const std::optional<bool> said = stacks ? stacks_say(*stacks, trace, i, end) : std::nullopt;
     if (said ? *said : occupancy.run_releases_all_free(run) && !oom_ahead.at(end) && !retry) found.push_back(i);
-    for (const TraceStep& e : run) {
-      reserved.apply(e);
-      occupancy.apply(e);
+    for (size_t k = i; k < end; ++k) {
+      reserved.apply(trace[k]);
+      occupancy.apply(trace[k], pool_of(k));
     }
     i = end;
   }

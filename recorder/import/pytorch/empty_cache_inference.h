@@ -9,8 +9,10 @@
 // every release carries the stack of the next alloc is not; any other run goes to rules 1-3.
 //
 // Rule: a maximal run of consecutive segment_free/segment_unmap entries is an empty_cache when
-//   1. it releases EVERY cudaMalloc segment that is entirely free just before it (occupancy is
-//      tracked from the initial state through every alloc / free_completed), and
+//   1. it releases EVERY cudaMalloc segment of the default pool that is entirely free just before
+//      it (occupancy is tracked from the initial state through every alloc / free_completed; a
+//      private pool keeps its free segments while its graphs or MemPool live, e.g. across the
+//      empty_cache that torch.cuda.graph() runs before each capture), and
 //   2. no `oom` entry follows it before the next `alloc`;
 //   3. it is not a release-and-retry: the allocator of a run capped by
 //      set_per_process_memory_fraction frees its cached segments when a device allocation would
@@ -63,8 +65,10 @@ bool is_empty_cache_stack(std::span<const FrameText> frames);
 
 // Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
 // of each run inferred to be an empty_cache, ascending. `stacks`: null where none were recorded.
-// `done`: see TraceWindowDone.
+// `done`: see TraceWindowDone. `pools`: each entry's pool (pool_assignment.h), empty where every
+// entry is in the default pool.
 std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {});
+                                      const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {},
+                                      std::span<const uint16_t> pools = {});
 
 }  // namespace memreplay

@@ -99,7 +99,7 @@ class SnapshotOutput {
     const EntryStacks stacks{[&](size_t i) { return spool.stack(i) == 0 ? 0 : sink_stacks[spool.stack(i) - 1]; },
                              [&](uint32_t id) { return empty_cache_stacks.contains(id); }};
     std::vector<size_t> empties =
-        infer_empty_cache(initial, spool.steps(), c_.stacks.empty() ? nullptr : &stacks, done);
+        infer_empty_cache(initial, spool.steps(), c_.stacks.empty() ? nullptr : &stacks, done, pools_[d]);
     spool.release_all();
     return empties;
   }

@@ -1,0 +1,61 @@
+// Rule 1 of the empty_cache inference (empty_cache_inference.h) with private pools: a run of
+// segment frees is an empty_cache when it releases every entirely free segment of the default
+// pool; a CUDA graph's pool keeps its free segments while the graph lives.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "recorder/import/pytorch/empty_cache_inference.h"
+
+namespace memreplay {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+TraceStep step(EventKind kind, uint64_t address, uint64_t size) { return {address, size, 0, kind}; }
+
+// A capture's pool (pool 1) holds a 20 MiB segment whose only block was a temporary freed inside
+// the capture; eager work then fills and frees a default-pool segment; the next capture's
+// empty_cache releases the default segment only.
+struct GraphThenEagerThenCapture {
+  std::vector<TraceStep> trace = {
+      step(EventKind::segment_alloc, 100 * kMiB, 20 * kMiB),  // 0: the capture's temporary
+      step(EventKind::alloc, 100 * kMiB, 20 * kMiB),
+      step(EventKind::free_requested, 100 * kMiB, 20 * kMiB),
+      step(EventKind::free_completed, 100 * kMiB, 20 * kMiB),
+      step(EventKind::segment_alloc, 200 * kMiB, 8 * kMiB),  // 4: eager work, default pool
+      step(EventKind::alloc, 200 * kMiB, 8 * kMiB),
+      step(EventKind::free_requested, 200 * kMiB, 8 * kMiB),
+      step(EventKind::free_completed, 200 * kMiB, 8 * kMiB),
+      step(EventKind::segment_free, 200 * kMiB, 8 * kMiB),  // 8: the next capture's empty_cache
+      step(EventKind::segment_alloc, 300 * kMiB, 4 * kMiB),  // the next capture, pool 1
+      step(EventKind::alloc, 300 * kMiB, 4 * kMiB),
+  };
+  std::vector<uint16_t> pools = {1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1};
+};
+
+// GIVEN a graph pool's entirely free segment that a burst leaves in place, WHEN the entries' pools
+// are known, THEN the burst that releases every free default-pool segment is an empty_cache.
+TEST(EmptyCacheInferenceWithPools, AGraphPoolsFreeSegmentDoesNotHideTheEmptyCache) {
+  const GraphThenEagerThenCapture job;
+  EXPECT_EQ(infer_empty_cache({}, job.trace, nullptr, {}, job.pools), std::vector<size_t>{8});
+}
+
+// GIVEN the same trace read as if every segment were in the default pool, THEN the burst leaves a
+// free segment in place and is not an empty_cache: the pools are what tell it.
+TEST(EmptyCacheInferenceWithPools, WithoutPoolsTheSameBurstIsNotAnEmptyCache) {
+  const GraphThenEagerThenCapture job;
+  EXPECT_TRUE(infer_empty_cache({}, job.trace).empty());
+}
+
+// GIVEN a free default-pool segment the burst leaves in place, THEN it is not an empty_cache
+// (garbage collection and release_available_cached_blocks release only some).
+TEST(EmptyCacheInferenceWithPools, AFreeDefaultSegmentLeftInPlaceStillRefutesIt) {
+  GraphThenEagerThenCapture job;
+  job.pools[0] = job.pools[1] = job.pools[2] = job.pools[3] = 0;
+  EXPECT_TRUE(infer_empty_cache({}, job.trace, nullptr, {}, job.pools).empty());
+}
+
+}  // namespace
+}  // namespace memreplay
