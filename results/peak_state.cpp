@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "base/text_escape.h"
 #include "proto/trace_reader.h"
@@ -81,6 +82,10 @@ PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& 
 
 namespace memreplay::results {
 
+std::string frame_line(const FrameText& frame) {
+  return frame.filename + ":" + std::to_string(frame.line) + " " + frame.name;
+}
+
 std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path,
                                                   const std::vector<StackBytes>& stacks) {
   TraceReader reader(trace_path);
@@ -88,8 +93,7 @@ std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path,
   for (const auto& s : stacks) {
     std::vector<std::string> lines;
     if (s.stack != 0)
-      for (const auto& f : reader.stack_frames(s.stack))
-        lines.push_back(f.filename + ":" + std::to_string(f.line) + " " + f.name);
+      for (const auto& f : reader.stack_frames(s.stack)) lines.push_back(frame_line(f));
     out.push_back(std::move(lines));
   }
   return out;
@@ -99,6 +103,15 @@ std::vector<std::vector<std::string>> terminal_safe_frames(std::vector<std::vect
   for (auto& stack : stacks)
     for (auto& frame : stack) frame = terminal_safe(frame);
   return stacks;
+}
+
+nlohmann::json peak_state_json(const PeakState& peak, const std::vector<std::vector<std::string>>& frames) {
+  nlohmann::json top = nlohmann::json::array();
+  for (size_t i = 0; i < peak.top_stacks.size(); ++i)
+    top.push_back({{"bytes", peak.top_stacks[i].bytes}, {"blocks", peak.top_stacks[i].blocks}, {"frames", frames[i]}});
+  return {{"found", peak.found},       {"replay_event", peak.replay_event}, {"trace_event", peak.trace_event},
+          {"reserved", peak.reserved}, {"allocated", peak.allocated},       {"requested", peak.requested},
+          {"top_stacks", top}};
 }
 
 }  // namespace memreplay::results

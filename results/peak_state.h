@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "proto/frame_text.h"
 #include "replayer/metrics.h"
 #include "replayer/replay_options.h"
 
@@ -51,10 +54,17 @@ PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& 
 
 namespace memreplay::results {
 
-// "file:line name" for each frame (innermost first) of each stack in `stacks`.
+// "file:line name": a frame as every view of a stack shows it.
+std::string frame_line(const FrameText& frame);
+// frame_line for each frame (innermost first) of each stack in `stacks`.
 std::vector<std::vector<std::string>> stack_lines(const std::string& trace_path, const std::vector<StackBytes>& stacks);
 // The same lines as a terminal may show them (terminal_safe, base/text_escape.h): what advise
 // prints; its JSON keeps them as recorded.
 std::vector<std::vector<std::string>> terminal_safe_frames(std::vector<std::vector<std::string>> stacks);
+
+// {found, replay_event, trace_event, reserved, allocated, requested, top_stacks: [{bytes, blocks,
+// frames}]}, with `frames` the stack_lines of peak.top_stacks: the peak as the report's page draws
+// it (which adds the segments) and as the Python API's peak_state returns it.
+nlohmann::json peak_state_json(const PeakState& peak, const std::vector<std::vector<std::string>>& frames);
 
 }  // namespace memreplay::results

@@ -31,7 +31,7 @@ class StackTable {
       nlohmann::json frames = nlohmann::json::array();
       for (const auto& f : reader_.stack_frames(stack)) {
         if (frames.size() == kFramesPerStack) break;
-        frames.push_back(f.filename + ":" + std::to_string(f.line) + " " + f.name);
+        frames.push_back(frame_line(f));
       }
       lines_.push_back(std::move(frames));
     }
@@ -45,6 +45,8 @@ class StackTable {
   nlohmann::json lines_ = nlohmann::json::array();
 };
 
+// peak_state_json with the segments drawn, and each top stack's index into `stacks` (its colour
+// in the segment map).
 nlohmann::json peak_json(const PeakState& peak, StackTable& stacks, const std::string& trace) {
   nlohmann::json segments = nlohmann::json::array();
   for (const auto& s : peak.segments) {
@@ -52,21 +54,11 @@ nlohmann::json peak_json(const PeakState& peak, StackTable& stacks, const std::s
     for (const auto& b : s.blocks) blocks.push_back({b.offset, b.size, b.requested, stacks.index(b.stack)});
     segments.push_back({s.address, s.size, blocks});
   }
-  nlohmann::json top = nlohmann::json::array();
-  const auto frames = stack_lines(trace, peak.top_stacks);
+  nlohmann::json out = peak_state_json(peak, stack_lines(trace, peak.top_stacks));
+  out["segments"] = segments;
   for (size_t i = 0; i < peak.top_stacks.size(); ++i)
-    top.push_back({{"bytes", peak.top_stacks[i].bytes},
-                   {"blocks", peak.top_stacks[i].blocks},
-                   {"stack", stacks.index(peak.top_stacks[i].stack)},  // its colour in the segment map
-                   {"frames", frames[i]}});
-  return {{"found", peak.found},
-          {"replay_event", peak.replay_event},
-          {"trace_event", peak.trace_event},
-          {"reserved", peak.reserved},
-          {"allocated", peak.allocated},
-          {"requested", peak.requested},
-          {"segments", segments},
-          {"top_stacks", top}};
+    out["top_stacks"][i]["stack"] = stacks.index(peak.top_stacks[i].stack);
+  return out;
 }
 
 // Events the trace holds: the replay sees at most these, so a timeline this long never merges two.

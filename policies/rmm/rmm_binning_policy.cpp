@@ -8,7 +8,8 @@
 //     request takes a 256 KiB block: the bins trade memory for O(1) allocation);
 //   - a bin that runs out takes blocks_to_preallocate (128) blocks at once from the pool and
 //     never gives them back; its free blocks are reused last-in first-out;
-//   - larger requests go to the pool (the `rmm_pool` model, options passed through).
+//   - larger requests go to the pool (the `rmm_pool` model of rmm_pool_policy.h, with this spec's
+//     pool options).
 // Left out: the bins' per-stream free lists (one list per bin here: a bin block is reused on any
 // stream, where RMM would wait on the free's event).
 // Options: min_bin:BYTES and max_bin:BYTES (powers of two up to 1TiB, default 256KiB and 4MiB),
@@ -20,6 +21,7 @@
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
+#include "policies/rmm/rmm_pool_policy.h"
 
 namespace memreplay {
 namespace {
@@ -28,13 +30,13 @@ struct BinningConfig {
   uint64_t min_bin = 256 << 10;
   uint64_t max_bin = 4 << 20;
   uint64_t blocks_to_preallocate = 128;
-  std::string pool_options;
+  RmmPoolConfig pool;
 };
 
 class RmmBinningPolicy final : public Policy {
  public:
   RmmBinningPolicy(Device& device, const BinningConfig& config)
-      : config_(config), pool_(PolicyRegistry::instance().create("rmm_pool:" + config.pool_options, device)) {
+      : config_(config), pool_(make_rmm_pool(device, config.pool)) {
     for (uint64_t size = config.min_bin; size <= config.max_bin; size *= 2) bins_.push_back(Bin{size, {}, {}});
   }
 
@@ -102,11 +104,10 @@ std::unique_ptr<Policy> make_rmm_binning(std::string_view text, Device& device) 
       config.blocks_to_preallocate = options.to_unsigned(entry);
       if (config.blocks_to_preallocate == 0 || config.blocks_to_preallocate > 65536)
         options.fail(entry, "must be 1..65536");
-    } else {
-      config.pool_options += (config.pool_options.empty() ? "" : ",") + entry.key + ":" + options.scalar(entry);
     }
   }
   if (config.min_bin > config.max_bin) throw PolicySpecError("rmm_binning option 'min_bin': larger than max_bin");
+  config.pool = rmm_pool_config(options);
   return std::make_unique<RmmBinningPolicy>(device, config);
 }
 

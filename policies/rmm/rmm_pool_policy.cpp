@@ -22,8 +22,9 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "policies/rmm/rmm_pool_policy.h"
+
 #include "policies/detail/binned_ranges.h"
-#include "policies/detail/policy_options.h"
 #include "policies/registry.h"
 
 namespace memreplay {
@@ -31,18 +32,13 @@ namespace {
 
 constexpr uint64_t kAlignment = 256;
 
-struct PoolConfig {
-  uint64_t initial_pool_size = 0;
-  std::optional<uint64_t> maximum_pool_size;
-};
-
 uint64_t align(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 // Free lists per stream over one set of upstream allocations, coalescing within a stream: each
 // upstream allocation is a chain of BinnedRanges, each stream's free list a group of it.
 class RmmPoolPolicy final : public Policy {
  public:
-  RmmPoolPolicy(Device& device, const PoolConfig& config) : device_(device), config_(config) {
+  RmmPoolPolicy(Device& device, const RmmPoolConfig& config) : device_(device), config_(config) {
     if (config.initial_pool_size > 0 && !grow_by(align(config.initial_pool_size), 0))
       throw PolicySpecError("rmm_pool: initial_pool_size does not fit on the device");
   }
@@ -117,17 +113,22 @@ class RmmPoolPolicy final : public Policy {
   }
 
   Device& device_;
-  PoolConfig config_;
+  RmmPoolConfig config_;
   uint64_t pool_size_ = 0;
   suballoc::BinnedRanges ranges_;  // every upstream block, one chain each
   absl::flat_hash_map<uint64_t, Range*> live_;  // live blocks by address
 };
 
-std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {
-  const detail::PolicyOptions options("rmm_pool", text, {"initial_pool_size", "maximum_pool_size"});
-  PoolConfig config;
+}  // namespace
+
+RmmPoolConfig rmm_pool_config(const detail::PolicyOptions& options) {
+  RmmPoolConfig config;
+  const detail::PolicyOption* initial = nullptr;  // the entry that set initial_pool_size
   for (const auto& entry : options.entries()) {
-    if (entry.key == "initial_pool_size") config.initial_pool_size = options.to_bytes(entry);
+    if (entry.key == "initial_pool_size") {
+      config.initial_pool_size = options.to_bytes(entry);
+      initial = &entry;
+    }
     if (entry.key == "maximum_pool_size") {
       config.maximum_pool_size = options.to_bytes(entry);
       // Less than one aligned block holds no allocation at all.
@@ -136,8 +137,19 @@ std::unique_ptr<Policy> make_rmm_pool(std::string_view text, Device& device) {
     }
   }
   if (config.maximum_pool_size && config.initial_pool_size > *config.maximum_pool_size)
-    throw PolicySpecError("rmm_pool option 'initial_pool_size': larger than maximum_pool_size");
+    options.fail(*initial, "larger than maximum_pool_size");
+  return config;
+}
+
+std::unique_ptr<Policy> make_rmm_pool(Device& device, const RmmPoolConfig& config) {
   return std::make_unique<RmmPoolPolicy>(device, config);
+}
+
+namespace {
+
+std::unique_ptr<Policy> make_rmm_pool_from_spec(std::string_view text, Device& device) {
+  const detail::PolicyOptions options("rmm_pool", text, {"initial_pool_size", "maximum_pool_size"});
+  return make_rmm_pool(device, rmm_pool_config(options));
 }
 
 }  // namespace
@@ -147,7 +159,7 @@ MEMREPLAY_REGISTER_POLICY(rmm_pool, .name = "rmm_pool",
                               "RAPIDS RMM's pool_memory_resource: coalescing best fit, per-stream free "
                               "lists, the pool doubles",
                           .options_help = "initial_pool_size:BYTES (default 0), maximum_pool_size:BYTES (default none)",
-                          .factory = make_rmm_pool,
+                          .factory = make_rmm_pool_from_spec,
                           .contract_option_sets = {"", "initial_pool_size:64MiB,maximum_pool_size:512MiB"},
                           .releases_on_empty_cache = false);
 

@@ -135,34 +135,18 @@ py::bytes export_perfetto(const std::string& trace, uint32_t trace_device, const
   return py::bytes(json);
 }
 
-// The state of the replay of `options` at its reserved peak: the stacks that own the most
-// requested bytes then, each with its frames ("file:line name", innermost first).
-py::dict peak_state(const ReplayOptions& options, size_t top) {
-  results::PeakState peak;
-  std::vector<std::vector<std::string>> frames;
+// The state of the replay of `options` at its reserved peak (results::peak_state_json): the stacks
+// that own the most requested bytes then, each with its frames ("file:line name", innermost first).
+py::object peak_state(const ReplayOptions& options, size_t top) {
+  nlohmann::json document;
   {
     py::gil_scoped_release release;
     const ReplayMetrics m = run_replay(options);
-    peak = results::capture_peak_state(options, m, top);  // placed as the replay that measured the peak
-    frames = results::stack_lines(options.trace_path, peak.top_stacks);
+    // Placed as the replay that measured the peak.
+    const results::PeakState peak = results::capture_peak_state(options, m, top);
+    document = results::peak_state_json(peak, results::stack_lines(options.trace_path, peak.top_stacks));
   }
-  py::list stacks;
-  for (size_t i = 0; i < peak.top_stacks.size(); ++i) {
-    py::dict s;
-    s["bytes"] = peak.top_stacks[i].bytes;
-    s["blocks"] = peak.top_stacks[i].blocks;
-    s["frames"] = py::cast(frames[i]);
-    stacks.append(s);
-  }
-  py::dict out;
-  out["found"] = peak.found;
-  out["replay_event"] = peak.replay_event;
-  out["trace_event"] = peak.trace_event;
-  out["reserved"] = peak.reserved;
-  out["allocated"] = peak.allocated;
-  out["requested"] = peak.requested;
-  out["top_stacks"] = stacks;
-  return out;
+  return to_python(document);
 }
 
 // `source` into `path` through an OutputFile, a MiB at a time (a trace may be large).

@@ -14,9 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CliConventions : public testing::TempDirTest {
+class CliConventions : public testing::CliTest {
  protected:
-  testing::CliRun run(const std::string& arguments) { return testing::run_memreplay(arguments, dir_); }
   std::string trace() { return testing::imported_trace("multistream_pipeline.default"); }
   // A replay of trace() with `options` exits with `status` and says `text` on stderr.
   void expect_replay_says(const std::string& options, int status, const std::string& text) {

@@ -16,10 +16,7 @@
 namespace memreplay {
 namespace {
 
-class ReadableOutput : public testing::TempDirTest {
- protected:
-  testing::CliRun run(const std::string& arguments) { return testing::run_memreplay(arguments, dir_); }
-};
+class ReadableOutput : public testing::CliTest {};
 
 void expect_within_120_columns(const std::string& command, const std::string& out) {
   std::istringstream lines(out);

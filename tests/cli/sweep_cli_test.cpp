@@ -14,15 +14,14 @@
 namespace memreplay {
 namespace {
 
-using testing::run_memreplay;
 using testing::run_shell;
 
-class SweepCli : public testing::TempDirTest {
+class SweepCli : public testing::CliTest {
  protected:
   nlohmann::json json_of(const std::string& arguments) {
-    const auto run = run_memreplay(arguments, dir_);
-    EXPECT_LE(run.status, 1) << arguments << "\n" << run.err;
-    return nlohmann::json::parse(run.out);
+    const auto r = run(arguments);
+    EXPECT_LE(r.status, 1) << arguments << "\n" << r.err;
+    return nlohmann::json::parse(r.out);
   }
   std::string real_trace_arguments() {
     std::string out;
@@ -38,12 +37,11 @@ nlohmann::json replay_part(nlohmann::json line) {
 
 TEST_F(SweepCli, EachLineIsWhatReplayJsonSaysForTheSameTask) {
   const std::string trace = testing::imported_trace("gpt2_train.default");
-  const auto run = run_memreplay("sweep " + trace +
-                                     " --policy pytorch --policy pytorch:expandable_segments:True --policy gmlake"
-                                     " --capacity none,7GiB --timeline -o " +
-                                     path("out.jsonl"),
-                                 dir_);
-  ASSERT_EQ(run.status, 0) << run.err;
+  const auto sweep = run("sweep " + trace +
+                         " --policy pytorch --policy pytorch:expandable_segments:True --policy gmlake"
+                         " --capacity none,7GiB --timeline -o " +
+                         path("out.jsonl"));
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
   const auto lines = testing::read_json_lines(path("out.jsonl"));
   ASSERT_EQ(lines.size(), 6u);
   for (const auto& line : lines) {
@@ -56,9 +54,9 @@ TEST_F(SweepCli, EachLineIsWhatReplayJsonSaysForTheSameTask) {
 
 TEST_F(SweepCli, FitLineIsWhatFitJsonSays) {
   const std::string trace = testing::imported_trace("resnet50_train.default");
-  const auto run = run_memreplay("sweep " + trace + " --policy pytorch --capacity fit --grid 16", dir_);
-  ASSERT_EQ(run.status, 0) << run.err;
-  const nlohmann::json line = nlohmann::json::parse(run.out);
+  const auto sweep = run("sweep " + trace + " --policy pytorch --capacity fit --grid 16");
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
+  const nlohmann::json line = nlohmann::json::parse(sweep.out);
   const nlohmann::json fit = json_of("fit " + trace + " --policy pytorch --grid 16 --json -");
   for (const char* key : {"min_fit_bytes", "fits_above_bytes", "max_fail_bytes", "monotonic", "replays", "probes"})
     EXPECT_EQ(line["fit"][key], fit[key]) << key;
@@ -100,10 +98,10 @@ TEST_F(SweepCli, AKilledSweepResumesWithEveryTaskOnce) {
 #ifdef MEMREPLAY_EXAMPLE_PLUGIN
 TEST_F(SweepCli, AllIsEveryPolicyAPluginIncluded) {
   const std::string trace = testing::imported_trace("multistream_pipeline.default");
-  const auto run = run_memreplay("sweep " + trace + " --plugin " + MEMREPLAY_EXAMPLE_PLUGIN + " --policy all", dir_);
-  ASSERT_EQ(run.status, 0) << run.err;
+  const auto sweep = run("sweep " + trace + " --plugin " + MEMREPLAY_EXAMPLE_PLUGIN + " --policy all");
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
   std::set<std::string> policies;
-  std::istringstream out(run.out);
+  std::istringstream out(sweep.out);
   for (std::string line; std::getline(out, line);) policies.insert(nlohmann::json::parse(line)["policy"]);
   for (const char* policy : {"pytorch", "bfc", "gmlake", "memreplay", "example_exact_size"})
     EXPECT_TRUE(policies.count(policy)) << policy;
@@ -113,11 +111,10 @@ TEST_F(SweepCli, AllIsEveryPolicyAPluginIncluded) {
 TEST_F(SweepCli, BadTracesAreErrorLinesAndTheSweepGoesOn) {
   std::ofstream(path("garbage.mrt")) << "garbage";
   const std::string good = testing::imported_trace("multistream_pipeline.default");
-  const auto run = run_memreplay("sweep " + good + " " + path("garbage.mrt") + " " + path("missing.mrt") +
-                                     " --policy pytorch --policy bfc -o " + path("out.jsonl"),
-                                 dir_);
-  EXPECT_EQ(run.status, 1) << run.err;
-  EXPECT_NE(run.err.find("sweep: 6/6 tasks (4 failed)"), std::string::npos) << run.err;
+  const auto sweep = run("sweep " + good + " " + path("garbage.mrt") + " " + path("missing.mrt") +
+                         " --policy pytorch --policy bfc -o " + path("out.jsonl"));
+  EXPECT_EQ(sweep.status, 1) << sweep.err;
+  EXPECT_NE(sweep.err.find("sweep: 6/6 tasks (4 failed)"), std::string::npos) << sweep.err;
   std::set<std::string> failed;
   for (const auto& line : testing::read_json_lines(path("out.jsonl"))) {
     if (line["status"] == "ok") continue;
@@ -142,32 +139,29 @@ TEST_F(SweepCli, BadInputIsOneLineAndExitTwo) {
       {"sweep-summary " + path("full.jsonl"), "full.jsonl: line 1 (byte 0): not a sweep result line"},
   };
   for (const auto& [arguments, message] : cases) {
-    const auto run = run_memreplay(arguments, dir_);
-    EXPECT_EQ(run.status, 2) << arguments << "\n" << run.err;
-    EXPECT_NE(run.err.find(message), std::string::npos) << arguments << "\n" << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    const auto r = run(arguments);
+    EXPECT_EQ(r.status, 2) << arguments << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << arguments << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 
 TEST_F(SweepCli, SummaryAsTableCsvMarkdownAndJson) {
-  const auto run =
-      run_memreplay("sweep" + real_trace_arguments() + " " + path("missing.mrt") +
-                        " --policy pytorch --policy pytorch:expandable_segments:True -o " + path("out.jsonl"),
-                    dir_);
-  ASSERT_EQ(run.status, 1) << run.err;
-  const auto table = run_memreplay("sweep-summary " + path("out.jsonl"), dir_);
+  const auto sweep = run("sweep" + real_trace_arguments() + " " + path("missing.mrt") +
+                         " --policy pytorch --policy pytorch:expandable_segments:True -o " + path("out.jsonl"));
+  ASSERT_EQ(sweep.status, 1) << sweep.err;
+  const auto table = run("sweep-summary " + path("out.jsonl"));
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("best setting"), std::string::npos);
   EXPECT_NE(table.out.find("10 traces, 20 tasks (2 failed"), std::string::npos) << table.out;
-  const auto csv = run_memreplay("sweep-summary " + path("out.jsonl") + " --csv", dir_);
+  const auto csv = run("sweep-summary " + path("out.jsonl") + " --csv");
   ASSERT_EQ(csv.status, 0);
   EXPECT_EQ(csv.out.rfind("name,trace,current_policy,", 0), 0u) << csv.out;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 11) << csv.out;
-  const auto markdown = run_memreplay("sweep-summary " + path("out.jsonl") + " --markdown", dir_);
+  const auto markdown = run("sweep-summary " + path("out.jsonl") + " --markdown");
   EXPECT_EQ(markdown.out.rfind("| trace | pytorch reserved | best setting |", 0), 0u) << markdown.out;
-  ASSERT_EQ(run_memreplay("sweep-summary " + path("out.jsonl") + " --csv " + path("s.csv") + " --markdown " +
-                              path("s.md") + " --json " + path("s.json"),
-                          dir_)
+  ASSERT_EQ(run("sweep-summary " + path("out.jsonl") + " --csv " + path("s.csv") + " --markdown " + path("s.md") +
+                " --json " + path("s.json"))
                 .status,
             0);
   EXPECT_EQ(testing::slurp(path("s.csv")), csv.out);

@@ -103,6 +103,10 @@ TEST(AlternativePolicies, BadOptionsNameThePolicyAndTheOption) {
   EXPECT_NE(error("buddy:region_size:3MiB").find("buddy option 'region_size': must be a power of two"),
             std::string::npos);
   EXPECT_NE(error("rmm_pool:maximum_pool_size:0").find("rmm_pool option 'maximum_pool_size'"), std::string::npos);
+  // The pool under the bins reads its options from rmm_binning's spec, and says so.
+  EXPECT_NE(error("rmm_binning:maximum_pool_size:0").find("rmm_binning option 'maximum_pool_size'"), std::string::npos);
+  EXPECT_EQ(error("rmm_binning:initial_pool_size:1GiB,maximum_pool_size:512MiB"),
+            "rmm_binning option 'initial_pool_size': larger than maximum_pool_size");
   EXPECT_NE(error("rmm_binning:blocks_to_preallocate:0").find("must be 1..65536"), std::string::npos);
   // Found by policy_options_fuzz (an out-of-memory: the bin loop wrapped past 2^63).
   EXPECT_NE(error("rmm_binning:max_bin:9223372036854775808")

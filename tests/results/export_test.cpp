@@ -64,7 +64,7 @@ int segsum_check(const std::string& pickle, std::string& output) {
   return run_python(script + " " + pickle, output);
 }
 
-class Export : public testing::TempDirTest {};
+class Export : public testing::CliTest {};
 
 TEST_F(Export, MemoryVizSnapshotRoundTripsThroughTheImporter) {
   for (const std::string name : {"gpt2_train.stacks", "multistream_pipeline.default", "gpt2_train.truncated"}) {
@@ -220,7 +220,7 @@ TEST_F(Export, MemoryVizTakesTheSegmentsOfATraceWithoutThemFromAReplay) {
     TraceWriter writer(trace);
     import_file(csv, writer);
   }
-  const auto r = testing::run_memreplay("export " + trace + " --to memory-viz -o " + path("x.pickle"), dir_);
+  const auto r = run("export " + trace + " --to memory-viz -o " + path("x.pickle"));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out,
               ::testing::HasSubstr(
@@ -276,8 +276,7 @@ TEST_F(Export, MemoryVizReplayedSegmentsRoundTripThroughTheImporter) {
 
 TEST_F(Export, PerfettoHasCountersPerPolicyAndPairedAllocationSlices) {
   const std::string trace = testing::imported_trace("multistream_pipeline.default");
-  const auto r = testing::run_memreplay(
-      "export " + trace + " --to perfetto --policy pytorch --policy passthrough -o " + path("p.json"), dir_);
+  const auto r = run("export " + trace + " --to perfetto --policy pytorch --policy passthrough -o " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(testing::slurp(path("p.json")));
   std::map<std::string, int> counters;
@@ -306,11 +305,8 @@ TEST_F(Export, PerfettoHasCountersPerPolicyAndPairedAllocationSlices) {
 // the reserved line step for step, and each peak the replay measured.
 TEST_F(Export, PerfettoOfGpt2GenerateIsStrictTraceEventJsonAndExactWhereItMatters) {
   const std::string trace = testing::imported_trace("gpt2_generate.default");
-  const auto r = testing::run_memreplay("export " + trace +
-                                            " --to perfetto --policy pytorch "
-                                            "--policy pytorch:expandable_segments:True -o " +
-                                            path("g.json"),
-                                        dir_);
+  const auto r = run("export " + trace +
+                     " --to perfetto --policy pytorch --policy pytorch:expandable_segments:True -o " + path("g.json"));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto bytes = fs::file_size(path("g.json"));
   std::printf("perfetto export of gpt2_generate, 2 policies: %.1f MB\n", double(bytes) / 1e6);

@@ -19,15 +19,14 @@
 namespace memreplay::testing {
 
 // trace_: a copy of gpt2_train.default's imported trace; baseline_: where its baseline goes.
-class CheckBaselineTest : public TempDirTest {
+class CheckBaselineTest : public CliTest {
  protected:
   void SetUp() override {
-    TempDirTest::SetUp();
+    CliTest::SetUp();
     trace_ = path("gpt2_train.mrt");
     std::filesystem::copy_file(imported_trace("gpt2_train.default"), trace_);
     baseline_ = path("baseline.json");
   }
-  CliRun run(const std::string& arguments) { return run_memreplay(arguments, dir_); }
   nlohmann::json baseline() { return nlohmann::json::parse(slurp(baseline_)); }
   void write_baseline(const nlohmann::json& j) { std::ofstream(baseline_) << j.dump(2); }
   std::string trace_, baseline_;

@@ -30,4 +30,10 @@ inline CliRun run_memreplay(const std::string& arguments, const std::filesystem:
   return run_shell(environment + " " + std::string(MEMREPLAY_CLI) + " " + arguments, scratch_dir);
 }
 
+// A test with a scratch folder (TempDirTest) that runs memreplay there: run("replay " + trace).
+class CliTest : public TempDirTest {
+ protected:
+  CliRun run(const std::string& arguments) { return run_memreplay(arguments, dir_); }
+};
+
 }  // namespace memreplay::testing
