@@ -36,7 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_torch_replay import history_segments, replay_entries, run_stats, start_recording  # noqa: E402
+from torch_replay import history_segments, replay_entries, run_stats, start_recording  # noqa: E402
 
 CONFIGS = {  # name: (PYTORCH_CUDA_ALLOC_CONF, cap as a multiple of the default replay's allocated peak)
     "default": ("", None),
@@ -52,6 +52,13 @@ FIELDS = ("reserved_peak", "allocated_peak", "requested_peak", "num_device_alloc
 
 
 # ---------------------------------------------------------------- the jobs (run inside the child)
+
+def train_step(opt, loss):
+    """Backward through `loss`, one optimizer step, gradients dropped."""
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
 
 def job_graphs_shared_pool(torch, pools):
     """Two CUDA graphs, the second captured into the first one's pool, eager work between replays."""
@@ -125,10 +132,7 @@ def job_graphed_callables(torch, pools):
     for step in range(10):
         x = torch.randn(128, 512, device="cuda")
         y = graphed(x)
-        loss = (y * y).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(opt, (y * y).mean())
         extra = torch.randn(300 + 40 * step, 900, device="cuda").relu().sum()
         del extra
     torch.cuda.synchronize()
@@ -165,10 +169,7 @@ def varying_training(torch, steps=24):
     sizes = [int(x) for x in torch.randint(64, 3072, (steps,), generator=torch.Generator().manual_seed(1))]
     for batch in sizes:
         x = torch.randn(batch, 1024, device="cuda")
-        loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(opt, model(x).float().pow(2).mean())
     torch.cuda.synchronize()
     return [model, opt]
 
@@ -225,6 +226,180 @@ def job_graph_release(torch, pools):
     return [g2, y2]
 
 
+def job_graphs_eager_between(torch, pools):
+    """Two CUDA graphs in one private pool, with eager work between the captures and between the
+    replays. Each captured step frees a large temporary inside the capture, so the pool holds an
+    entirely free segment when the second capture's torch.cuda.graph() empties the cache."""
+    torch.manual_seed(0)
+    lin1 = torch.nn.Linear(1024, 4096, device="cuda")
+    lin2 = torch.nn.Linear(4096, 1024, device="cuda")
+    x1 = torch.randn(256, 1024, device="cuda")
+    x2 = torch.randn(512, 1024, device="cuda")
+
+    def body(x):
+        scratch = torch.ones(6_000_000 + x.shape[0] * 4096, device="cuda")
+        h = torch.relu(lin1(x)) + scratch[:1]
+        del scratch
+        return lin2(h)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):
+            body(x1)
+            body(x2)
+    torch.cuda.current_stream().wait_stream(side)
+    g1 = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g1):
+        y1 = body(x1)
+    pools.append({"id": list(g1.pool()), "kind": "graph", "name": "g1 (shared by g2)"})
+    kept = []
+    for k in range(5):  # eager work between the captures: some kept, most dropped
+        t = torch.empty(2_500_000 * (k + 1) + 333_333, dtype=torch.uint8, device="cuda")
+        if k % 2:
+            kept.append(t)
+    g2 = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g2, pool=g1.pool()):
+        y2 = body(x2) * 2.0
+    total = torch.zeros((), device="cuda")
+    for step in range(8):
+        g1.replay()
+        eager = [torch.empty((step + 2) * 1_900_000 + k * 555_555, dtype=torch.uint8, device="cuda") for k in range(3)]
+        total += y1.sum() + eager[0][:8].float().sum()
+        del eager
+        g2.replay()
+        w = torch.randn(700 + step * 311, 1500, device="cuda") @ torch.randn(1500, 400, device="cuda")
+        total += w.sum() + y2.sum()
+        del w
+    torch.cuda.synchronize()
+    return [g1, g2, y1, y2, kept, total]
+
+
+def job_graphs_pool_released(torch, pools):
+    """job_graphs_eager_between, then its graphs dropped and the cache emptied (their pool's segments
+    go before the snapshot, so the snapshot no longer names that pool), then eager work and a new
+    graph in a pool of its own."""
+    keep = job_graphs_eager_between(torch, pools)
+    del keep
+    torch.cuda.empty_cache()
+    lin = torch.nn.Linear(2048, 2048, device="cuda")
+    x = torch.randn(384, 2048, device="cuda")
+    for step in range(4):
+        t = [torch.empty(3_000_000 + step * 1_200_000 + k * 900_000, dtype=torch.uint8, device="cuda") for k in range(3)]
+        del t
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        lin(x).relu()
+    torch.cuda.current_stream().wait_stream(side)
+    g3 = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g3):
+        y3 = lin(x).relu() * 0.5
+    pools[0]["name"] = "g1 (shared by g2; released)"
+    pools.append({"id": list(g3.pool()), "kind": "graph", "name": "g3"})
+    for _ in range(3):
+        g3.replay()
+        w = torch.randn(1200, 2048, device="cuda").sum()
+        del w
+    torch.cuda.synchronize()
+    return [g3, y3]
+
+
+def job_compile_default_training(torch, pools):
+    """torch.compile (default mode, Inductor without CUDA graphs) on a small transformer block,
+    AdamW training steps at two sequence lengths (a recompile for the second)."""
+    torch.manual_seed(0)
+    width = 512
+    block = torch.nn.TransformerEncoderLayer(width, 8, 4 * width, dropout=0.0, batch_first=True,
+                                             norm_first=True).cuda()
+    head = torch.nn.Linear(width, 1000).cuda()
+    model = torch.nn.Sequential(block, head)
+    compiled = torch.compile(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for step in range(10):
+        seq = 128 if step < 6 else 192
+        x = torch.randn(16, seq, width, device="cuda")
+        train_step(opt, compiled(x).float().pow(2).mean())
+    torch.cuda.synchronize()
+    return [compiled, model, opt]
+
+
+def job_capped_varlen(torch, pools):
+    """Variable-length transformer training capped just above its allocated peak: release-and-retry
+    inside the backward pass, right after frees, recorded without stacks."""
+    torch.manual_seed(0)
+    width = 768
+    model = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(width, 12, 4 * width, dropout=0.0, batch_first=True, norm_first=True), 4,
+        enable_nested_tensor=False).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    lengths = [int(x) for x in torch.randint(64, 1024, (16,), generator=torch.Generator().manual_seed(5))]
+    for seq in lengths:
+        x = torch.randn(8, seq, width, device="cuda")
+        train_step(opt, model(x).float().pow(2).mean())
+    torch.cuda.synchronize()
+    return [model, opt]
+
+
+def job_models_in_turn(torch, pools):
+    """Three models loaded, run and dropped in turn, with empty_cache between them."""
+    torch.manual_seed(0)
+    shapes = [(2048, 8192, 4), (1024, 4096, 8), (3072, 3072, 3)]
+    for width, hidden, depth in shapes:
+        layers = []
+        for _ in range(depth):
+            layers += [torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width)]
+        model = torch.nn.Sequential(*layers).cuda()
+        with torch.no_grad():
+            for batch in (64, 512, 128, 1024, 256):
+                model(torch.randn(batch, width, device="cuda")).sum()
+        del model, layers
+        torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    return []
+
+
+def job_varlen_checkpointing(torch, pools):
+    """A llama-like decoder trained at variable sequence lengths with activation checkpointing."""
+    import torch.utils.checkpoint as checkpoint
+
+    torch.manual_seed(0)
+    width, depth = 1024, 6
+    blocks = torch.nn.ModuleList(
+        torch.nn.TransformerEncoderLayer(width, 16, 4 * width, dropout=0.0, batch_first=True, norm_first=True,
+                                         activation="gelu") for _ in range(depth)).cuda()
+    opt = torch.optim.AdamW(blocks.parameters(), lr=1e-4)
+    lengths = [int(x) for x in torch.randint(96, 1536, (14,), generator=torch.Generator().manual_seed(7))]
+    for seq in lengths:
+        h = torch.randn(4, seq, width, device="cuda", requires_grad=True)
+        for block in blocks:
+            h = checkpoint.checkpoint(block, h, use_reentrant=False)
+        train_step(opt, h.float().pow(2).mean())
+    torch.cuda.synchronize()
+    return [blocks, opt]
+
+
+def job_varres_fcn(torch, pools):
+    """A fully convolutional segmentation net (encoder-decoder) trained at varying image sizes."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def conv(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+    model = nn.Sequential(conv(3, 32), nn.MaxPool2d(2), conv(32, 64), nn.MaxPool2d(2), conv(64, 128),
+                          nn.Upsample(scale_factor=2), conv(128, 64), nn.Upsample(scale_factor=2), conv(64, 32),
+                          nn.Conv2d(32, 21, 1)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    sizes = [(256, 256), (384, 512), (320, 320), (512, 384), (448, 448), (256, 512), (384, 384), (512, 512)]
+    for h, w in sizes:
+        x = torch.randn(8, 3, h, w, device="cuda")
+        target = torch.randint(0, 21, (8, h, w), device="cuda")
+        train_step(opt, nn.functional.cross_entropy(model(x), target))
+    torch.cuda.synchronize()
+    return [model, opt]
+
+
 JOBS = {
     "graphs_shared_pool": job_graphs_shared_pool,
     "mempool_kv_cache": job_mempool_kv_cache,
@@ -233,7 +408,17 @@ JOBS = {
     "capped_retry": job_capped_retry,
     "empty_cache_steps": job_empty_cache_steps,
     "graph_release": job_graph_release,
+    "graphs_eager_between": job_graphs_eager_between,
+    "graphs_pool_released": job_graphs_pool_released,
+    "compile_default_training": job_compile_default_training,
+    "capped_varlen": job_capped_varlen,
+    "models_in_turn": job_models_in_turn,
+    "varlen_checkpointing": job_varlen_checkpointing,
+    "varres_fcn": job_varres_fcn,
 }
+# Jobs run under a cap found by probing: the smallest multiple of the uncapped allocated peak that
+# completes with at least one release-and-retry.
+CAPPED_JOBS = ("capped_retry", "capped_varlen")
 
 
 def stats_summary(torch):
@@ -271,6 +456,23 @@ def child_job(name: str, out_dir: str, cap: float, live_trace: str | None) -> No
             pickle.dump(snapshot, f)
         path = os.path.join(out_dir, f"{name}.live.json")
     with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    del keep
+
+
+def child_async(name: str, out_dir: str) -> None:
+    """The job under backend:cudaMallocAsync (set by the caller), no history: its reserved peak is
+    the driver pool's ReservedMemHigh, to set beside the cuda_async model's replay of its trace."""
+    import torch
+
+    torch.cuda.init()
+    keep = JOBS[name](torch, [])
+    torch.cuda.synchronize()
+    result = {"job": name, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "torch": torch.__version__,
+              "total_memory": torch.cuda.get_device_properties(0).total_memory,
+              "max_memory_reserved": torch.cuda.max_memory_reserved(),
+              "max_memory_allocated": torch.cuda.max_memory_allocated(), "stats": stats_summary(torch)}
+    with open(os.path.join(out_dir, f"{name}.asyncpool.json"), "w") as f:
         json.dump(result, f, indent=1)
     del keep
 
@@ -320,13 +522,31 @@ def entry_pools(snapshot) -> tuple[list, list, int]:
     return [trace[i] for i in keep], [pools[i] for i in keep], unknown
 
 
-def inferred_empty_caches(trace) -> list[int]:
+def segment_alloc_pools(snapshot) -> dict:
+    """The pool of each segment_alloc entry of device 0 (by index): the final segment's
+    segment_pool_id, or (0, 0) for a segment freed before the snapshot (pool unknown)."""
+    final = {s["address"]: tuple(s.get("segment_pool_id", (0, 0))) for s in snapshot["segments"]}
+    trace = snapshot["device_traces"][0]
+    pools, freed_later = {}, set()
+    for i in range(len(trace) - 1, -1, -1):
+        e = trace[i]
+        if e["action"] == "segment_free":
+            freed_later.add(e["addr"])
+        elif e["action"] == "segment_alloc":
+            pools[i] = (0, 0) if e["addr"] in freed_later else final.get(e["addr"], (0, 0))
+            freed_later.discard(e["addr"])
+    return pools
+
+
+def inferred_empty_caches(trace, alloc_pools=None) -> list[int]:
     """Indices of the trace entries before which the job called empty_cache, by the importer's rules
     (recorder/import/empty_cache_inference.h): a run of segment_free entries that releases every
-    entirely free segment, is not followed by an oom before the next alloc, and is not a
-    release-and-retry (not right after a free, and followed at once by a segment_alloc that would
-    pass the most ever reserved).
+    entirely free segment of the default pool (`alloc_pools`: segment_alloc_pools(); a private
+    pool keeps its free segments while it lives), is not followed by an oom before the next alloc,
+    and is not a release-and-retry (not right after a free, and followed at once by a
+    segment_alloc that would pass the most ever reserved).
     The trace starts from an empty allocator (history on from the start)."""
+    alloc_pools = alloc_pools or {}
     reserved, peak, before = 0, 0, []
     for e in trace:
         before.append(reserved)
@@ -335,14 +555,14 @@ def inferred_empty_caches(trace) -> list[int]:
         elif e["action"] in ("segment_free", "segment_unmap"):
             reserved -= e["size"]
         peak = max(peak, reserved)
-    segments = {}  # address -> [size, live blocks]
+    segments = {}  # address -> [size, live blocks, pool]
     found, i = [], 0
     while i < len(trace):
         a = trace[i]["action"]
         if a not in ("segment_free", "segment_unmap"):
             e = trace[i]
             if a == "segment_alloc":
-                segments[e["addr"]] = [e["size"], 0]
+                segments[e["addr"]] = [e["size"], 0, alloc_pools.get(i, (0, 0))]
             elif a in ("alloc", "free_completed"):
                 for start, seg in segments.items():
                     if start <= e["addr"] < start + seg[0]:
@@ -354,7 +574,7 @@ def inferred_empty_caches(trace) -> list[int]:
         while end < len(trace) and trace[end]["action"] in ("segment_free", "segment_unmap"):
             end += 1
         released = {trace[k]["addr"] for k in range(i, end) if trace[k]["action"] == "segment_free"}
-        all_free = all(start in released for start, seg in segments.items() if seg[1] == 0)
+        all_free = all(start in released for start, seg in segments.items() if seg[1] == 0 and seg[2] == (0, 0))
         oom = False
         for k in range(end, len(trace)):
             if trace[k]["action"] == "oom":
@@ -382,7 +602,7 @@ def child_replay(snapshot_path: str, cap: float, out_path: str, live_path: str) 
     # Where the job called empty_cache: before which of the replayed entries.
     full = snapshot["device_traces"][0]
     empties = set()
-    for i in inferred_empty_caches(full):
+    for i in inferred_empty_caches(full, segment_alloc_pools(snapshot)):
         empties.add(sum(1 for e in full[:i] if e["action"] in ("alloc", "free_completed")))
     start_recording(torch, cap, None, 8_000_000)
     live, streams, mempools, oom_at, seconds = replay_entries(torch, entries, pools, empties)
@@ -439,12 +659,19 @@ def main() -> None:
     parser.add_argument("--reuse", metavar="DIR",
                         help="take the snapshots and live stats of an earlier run from DIR (JOB.pickle.xz, "
                              "JOB.live.json) instead of running the jobs again; --live still records")
+    parser.add_argument("--async-runs", action="store_true",
+                        help="run each job once more under PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"
+                             " (no history: JOB.asyncpool.json with its reserved peak)")
     parser.add_argument("--child-job", nargs=3, metavar=("JOB", "OUT", "CAP"), help=argparse.SUPPRESS)
     parser.add_argument("--child-live", metavar="MRT", help=argparse.SUPPRESS)
+    parser.add_argument("--child-async", nargs=2, metavar=("JOB", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--child-replay", nargs=4, metavar=("SNAPSHOT", "CAP", "OUT", "LIVE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_job:
         child_job(args.child_job[0], args.child_job[1], float(args.child_job[2]), args.child_live)
+        return
+    if args.child_async:
+        child_async(*args.child_async)
         return
     if args.child_replay:
         child_replay(args.child_replay[0], float(args.child_replay[1]), args.child_replay[2], args.child_replay[3])
@@ -468,21 +695,22 @@ def main() -> None:
             cap = json.load(open(os.path.join(out, job + ".live.json")))["cap"]
             if cap:
                 caps[job] = cap
-    # The capped job: the uncapped run's allocated peak, then the smallest cap above it that completes.
-    if "capped_retry" in jobs and not args.reuse:
+    # A capped job: the uncapped run's allocated peak, then the smallest cap above it that completes
+    # with a release-and-retry.
+    for job in [j for j in jobs if j in CAPPED_JOBS and not args.reuse]:
         probe = os.path.join(out, "probe")
         os.makedirs(probe, exist_ok=True)
-        run_child(["--child-job", "capped_retry", probe, "0"], None, log)
-        base = json.load(open(os.path.join(probe, "capped_retry.live.json")))
+        run_child(["--child-job", job, probe, "0"], None, log)
+        base = json.load(open(os.path.join(probe, f"{job}.live.json")))
         total = base["total_memory"]
         peak = base["max_memory_allocated"]
         for factor in (1.01, 1.02, 1.04, 1.07, 1.1, 1.15, 1.25):
-            rc = run_child(["--child-job", "capped_retry", probe, str(factor * peak / total)], None, log)
-            r = json.load(open(os.path.join(probe, "capped_retry.live.json"))) if rc == 0 else None
+            rc = run_child(["--child-job", job, probe, str(factor * peak / total)], None, log)
+            r = json.load(open(os.path.join(probe, f"{job}.live.json"))) if rc == 0 else None
             retries = r["stats"]["num_alloc_retries"] if r else None
-            say(f"capped_retry probe: cap {factor} x allocated peak {peak}: exit {rc}, retries {retries}")
+            say(f"{job} probe: cap {factor} x allocated peak {peak}: exit {rc}, retries {retries}")
             if rc == 0 and retries:
-                caps["capped_retry"] = factor * peak / total
+                caps[job] = factor * peak / total
                 break
 
     def record(job):
@@ -514,6 +742,15 @@ def main() -> None:
             say(f"{job}: memreplay.torch run: reserved peak {m['max_memory_reserved']}, device alloc/free"
                 f" {m['stats']['num_device_alloc']}/{m['stats']['num_device_free']}, retries {m['stats']['num_alloc_retries']}")
     done = [job for job, rc, _ in recorded if rc == 0]
+    if args.async_runs:  # one at a time: the pool's growth is what is measured
+        for job in done:
+            rc = run_child(["--child-async", job, out], "backend:cudaMallocAsync", log)
+            if rc != 0:
+                say(f"{job} under cudaMallocAsync: FAILED (exit {rc})")
+                continue
+            a = json.load(open(os.path.join(out, f"{job}.asyncpool.json")))
+            say(f"{job} under cudaMallocAsync: reserved peak {a['max_memory_reserved']}, allocated peak"
+                f" {a['max_memory_allocated']}")
     if args.no_replay:
         with open(os.path.join(out, "summary_live.txt"), "w") as f:
             f.write("\n".join(summary) + "\n")
