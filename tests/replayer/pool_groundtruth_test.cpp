@@ -37,6 +37,18 @@ std::string pool_trace(const std::string& job) { return testing::imported_file(p
 
 std::vector<Event> all_events(const std::string& path) { return TraceReader::read_all(path); }
 
+// Every job whose snapshot was captured with its own counters (JOB.live.json).
+std::vector<std::string> captured_jobs() {
+  std::vector<std::string> jobs;
+  if (fs::is_directory(pool_data()))
+    for (const auto& entry : fs::directory_iterator(pool_data())) {
+      const std::string name = entry.path().filename().string();
+      if (name.ends_with(".live.json")) jobs.push_back(name.substr(0, name.size() - std::string(".live.json").size()));
+    }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
+}
+
 std::vector<std::string> replay_rows() {
   std::vector<std::string> rows;
   if (fs::is_directory(pool_data("replay")))
@@ -173,6 +185,26 @@ TEST_P(PoolGroundTruthReplay, MatchesPyTorchToTheByte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllRows, PoolGroundTruthReplay, ::testing::ValuesIn(replay_rows()), testing::RowNamePrinter());
+
+// Every captured job's snapshot, replayed under the job's own cap (if it ran under one), gives the
+// job's own counters: reserved and allocated peaks, device mallocs and frees, retries. What the
+// importer infers (pools, empty_cache calls, release-and-retry) is checked here against the run,
+// not against PyTorch replaying the importer's own reading.
+class PoolSnapshot : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PoolSnapshot, ReplaysToTheJobsOwnCounters) {
+  const json live = read_json(pool_data(GetParam() + ".live.json"));
+  ReplayOptions request;
+  request.trace_path = pool_trace(GetParam());
+  request.capacity = testing::live_cap_bytes(live);
+  const ReplayMetrics m = run_replay(request);
+  testing::expect_equals_live_run(m, live);
+  EXPECT_EQ(m.allocated_peak, live["max_memory_allocated"].get<uint64_t>());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllJobs, PoolSnapshot, ::testing::ValuesIn(captured_jobs()), testing::RowNamePrinter());
+
+TEST(PoolGroundTruthData, EveryJobHasItsCounters) { EXPECT_GE(captured_jobs().size(), std::size(kJobs) + 1); }
 
 // The capped job replayed under its own cap reproduces the live run: reserved peak, device calls
 // and its alloc retries.
