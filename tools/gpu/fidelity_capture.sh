@@ -14,6 +14,9 @@
 #     live        the same jobs recorded by memreplay.torch (needs the jobs stage's $OUT/pools)
 #     cuda        every snapshot and live trace replayed with the pytorch policy on cuda:0 and on
 #                 the simulator ($OUT/cuda_vs_sim)
+#     policy-traces  the three workloads of live_policy_job.py under memreplay.torch.use_policy
+#                 ("memreplay"), each recording its trace ($OUT/policy_traces): the input for
+#                 studying the policy's device calls in steady state on the development machine
 #     frameworks  CuPy without its pool, CuPy's pool and JAX with the platform allocator, each
 #                 under `memreplay record --malloc-as alloc`, then `info --json` and a replay
 #                 ($OUT/frameworks)
@@ -81,6 +84,16 @@ for stage in "$@"; do
       done
       rm -f "$out"/cuda_vs_sim/*.mrt
       ls "$out/cuda_vs_sim" | wc -l
+      ;;
+    policy-traces)
+      progress "policy traces"
+      mkdir -p "$out/policy_traces"
+      export MEMREPLAY_ALLOC_LIB="$PWD/$build/live-libs/libmemreplay_alloc.so" CUBLAS_WORKSPACE_CONFIG=:4096:8
+      for workload in gpt resnet18 vit_infer; do
+        timeout 240 python3 tools/gpu/live_policy_job.py case "$workload" policy:memreplay \
+          "$out/policy_traces/$workload.json" "$out/policy_traces/$workload.mrt" >"$out/policy_traces/$workload.log" 2>&1
+        progress "$workload: exit $? $(tail -1 "$out/policy_traces/$workload.log")"
+      done
       ;;
     frameworks)
       progress "frameworks"

@@ -12,7 +12,7 @@ build=${1:-build}
 dest=${2:?destination folder}
 rm -rf "$dest"
 mkdir -p "$dest"/{src/recorder/live,src/python,lib,bin,deps,pools,traces}
-cp tools/gpu/pool_jobs.py tools/gpu/torch_replay.py tools/gpu/pool_capture.sh "$dest/"
+cp tools/gpu/pool_jobs.py tools/gpu/pool_job_workloads.py tools/gpu/torch_replay.py tools/gpu/pool_capture.sh "$dest/"
 cp -r python/memreplay "$dest/src/python/"
 find "$dest/src" -name __pycache__ -prune -exec rm -rf {} +
 cp recorder/live/memreplay_record.h recorder/live/memreplay_record_loader.h "$dest/src/recorder/live/"
