@@ -29,7 +29,7 @@ inline constexpr uint32_t kMaxRecordBytes = 256u << 20;
 // The format version, its one definition (TraceHeader.format_major/format_minor). Readers accept
 // every minor version of their major and refuse a newer major.
 inline constexpr uint32_t kFormatMajor = 1;  // bump on every incompatible change
-inline constexpr uint32_t kFormatMinor = 1;  // bump on a compatible addition (1: pools)
+inline constexpr uint32_t kFormatMinor = 2;  // bump on a compatible addition (1: pools, 2: devices' cap)
 
 enum class RecordType : uint32_t { header = 1, chunk = 2, footer = 3 };
 

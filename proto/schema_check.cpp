@@ -28,7 +28,8 @@ static_assert(same(proto::PoolInfo::kIdFieldNumber, pool_field::id) &&
               same(proto::PoolInfo::kNameFieldNumber, pool_field::name));
 static_assert(same(proto::DeviceInfo::kIndexFieldNumber, device_field::index) &&
               same(proto::DeviceInfo::kNameFieldNumber, device_field::name) &&
-              same(proto::DeviceInfo::kTotalMemoryFieldNumber, device_field::total_memory));
+              same(proto::DeviceInfo::kTotalMemoryFieldNumber, device_field::total_memory) &&
+              same(proto::DeviceInfo::kCapBytesFieldNumber, device_field::cap_bytes));
 
 namespace c = chunk_field;
 using Chunk = proto::Chunk;

@@ -41,6 +41,7 @@ std::string encode_header(const TraceHeaderFields& h) {
     wire::scalar(device, device_field::index, d.index);
     wire::text(device, device_field::name, wire::valid_utf8(d.name));
     wire::scalar(device, device_field::total_memory, d.total_memory);
+    wire::scalar(device, device_field::cap_bytes, d.cap_bytes);
     wire::bytes(out, devices, device);
   }
   // Sorted by key, as protobuf's deterministic serialization sorts a map. Of keys that are equal

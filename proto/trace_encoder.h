@@ -49,6 +49,7 @@ struct TraceHeaderFields {
     uint32_t index = 0;
     std::string name;
     uint64_t total_memory = 0;
+    uint64_t cap_bytes = 0;  // the run's per-process cap (trace.proto's DeviceInfo); 0: none known
   };
   std::string source;
   std::string source_file;

@@ -196,9 +196,9 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
     for (const auto& s : d.top_stacks_at_peak)
       top.push_back({{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(reader, s.stack)}});
     std::string name;
-    uint64_t total = 0;
+    uint64_t total = 0, cap = 0;
     for (const auto& info : h.devices())
-      if (info.index() == d.device) name = info.name(), total = info.total_memory();
+      if (info.index() == d.device) name = info.name(), total = info.total_memory(), cap = info.cap_bytes();
     const auto& start = d.starting_state;
     nlohmann::json pools = nlohmann::json::object();
     if (!summary.pools.empty() || d.pools.size() > 1)
@@ -210,6 +210,7 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
     devices.push_back({{"device", d.device},
                        {"name", name},
                        {"total_memory", total},
+                       {"cap_bytes", cap == 0 ? nlohmann::json(nullptr) : nlohmann::json(cap)},
                        {"events_per_kind", d.events_per_kind},
                        {"starting_state",
                         {{"segments", start.segments},

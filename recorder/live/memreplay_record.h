@@ -11,7 +11,9 @@
  *   memreplay_close(r, NULL);
  *
  * Header keys: "source", "command_line", "starts_mid_run" ("1"), "setting:KEY" (allocator
- * settings), "device" ("INDEX;TOTAL_BYTES;NAME", once per device). pid and time are filled in.
+ * settings), "device" ("INDEX;TOTAL_BYTES;NAME", once per device), "device_cap" ("INDEX;BYTES":
+ * the per-process cap the run has on that device, e.g. PyTorch's set_per_process_memory_fraction
+ * times its total memory; a replay uses it when given no capacity). pid and time are filled in.
  * Kinds are proto/event.h's EventKind numbers, flags its EventFlag bits, and the format version
  * proto/framing.h's: the copies below are held against those when the library is built
  * (recording_c_api.cpp), and a program that loads the library at run time can compare them with
@@ -33,7 +35,7 @@ extern "C" {
 #define MEMREPLAY_RECORD_API __attribute__((visibility("default")))
 
 #define MEMREPLAY_FORMAT_MAJOR 1
-#define MEMREPLAY_FORMAT_MINOR 1
+#define MEMREPLAY_FORMAT_MINOR 2
 
 /* size is the requested bytes unless said otherwise. */
 enum {

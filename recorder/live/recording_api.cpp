@@ -50,7 +50,8 @@ bool start(const std::string& path, const Options& options) {
     header.capture_time_ns = LiveRecorder::now_ns();
     header.command_line = process_command_line();
     header.pid = static_cast<uint64_t>(::getpid());
-    for (const DeviceDescription& d : options.devices) header.devices.push_back({d.index, d.name, d.total_memory});
+    for (const DeviceDescription& d : options.devices)
+      header.devices.push_back({d.index, d.name, d.total_memory, d.cap_bytes});
     for (const auto& [key, value] : options.allocator_settings) header.allocator_settings[key] = value;
     LiveRecorderOptions live;
     live.events_per_chunk = options.events_per_chunk;

@@ -34,6 +34,9 @@ struct DeviceDescription {
   uint32_t index = 0;
   std::string name;  // e.g. "NVIDIA H200"
   uint64_t total_memory = 0;  // bytes
+  // The per-process cap the recorded allocator has on it, in bytes (0: none), which a replay
+  // uses when given no capacity (trace.proto's DeviceInfo.cap_bytes).
+  uint64_t cap_bytes = 0;
 };
 
 struct Options {

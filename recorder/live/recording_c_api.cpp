@@ -113,6 +113,23 @@ void add_device(memreplay::LiveTraceHeader& header, const std::string& spec) {
   header.devices.push_back(std::move(d));
 }
 
+// "INDEX;BYTES": the run's per-process cap on device INDEX, which need not be listed yet.
+void add_device_cap(memreplay::LiveTraceHeader& header, const std::string& spec) {
+  const size_t a = spec.find(';');
+  if (a == std::string::npos) return;
+  const auto index = static_cast<uint32_t>(std::strtoul(spec.c_str(), nullptr, 10));
+  const uint64_t bytes = std::strtoull(spec.c_str() + a + 1, nullptr, 10);
+  for (auto& d : header.devices)
+    if (d.index == index) {
+      d.cap_bytes = bytes;
+      return;
+    }
+  memreplay::LiveTraceHeader::Device d;
+  d.index = index;
+  d.cap_bytes = bytes;
+  header.devices.push_back(std::move(d));
+}
+
 }  // namespace
 
 struct memreplay_recorder {
@@ -145,6 +162,8 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
         h.starts_mid_run = value == "1";
       else if (key == "device")
         add_device(h, value);
+      else if (key == "device_cap")
+        add_device_cap(h, value);
       else if (key.starts_with("setting:"))
         h.allocator_settings[key.substr(8)] = value;
     }

@@ -48,6 +48,7 @@ inline proto::TraceHeader sample_header() {
   d0->set_index(0);
   d0->set_name("NVIDIA H200");
   d0->set_total_memory(150109880320ull);
+  d0->set_cap_bytes(867416960ull);
   h.add_devices()->set_index(1);
   (*h.mutable_allocator_settings())["expandable_segments"] = "True";
   (*h.mutable_allocator_settings())["max_split_size"] = "-1";
@@ -71,7 +72,7 @@ inline constexpr std::string_view sample_header_text = R"pb(
   capture_time_ns: 1722000000123456789
   command_line: "python train.py --batch 64"
   pid: 4242
-  devices { index: 0 name: "NVIDIA H200" total_memory: 150109880320 }
+  devices { index: 0 name: "NVIDIA H200" total_memory: 150109880320 cap_bytes: 867416960 }
   devices { index: 1 }
   allocator_settings { key: "expandable_segments" value: "True" }
   allocator_settings { key: "max_split_size" value: "-1" }

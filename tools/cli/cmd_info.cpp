@@ -50,6 +50,9 @@ void print_summary(const nlohmann::json& s) {
     std::printf("device %d%s: %zu streams, %.3f s\n", d["device"].get<int>(),
                 gpu.empty() ? "" : (" (" + gpu + ")").c_str(), d["streams"].size(),
                 d["duration_ns"].get<double>() / 1e9);
+    if (!d["cap_bytes"].is_null())
+      std::printf("  recorded per-process cap: %s (%llu bytes; a replay without --capacity uses it)\n",
+                  format_bytes(d["cap_bytes"].get<uint64_t>()).c_str(), d["cap_bytes"].get<unsigned long long>());
     for (const auto& [kind, count] : d["events_per_kind"].items())
       std::printf("  %-18s %llu\n", kind.c_str(), count.get<unsigned long long>());
     for (const auto& [kind, count] : d["inferred_per_kind"].items())

@@ -416,7 +416,7 @@ TEST_F(LiveRecorderTest, LiveTraceWriterWritesWhatTraceWriterWrites) {
   live_header.command_line = "python train.py \xff";  // not UTF-8: both writers must repair it
   live_header.capture_time_ns = 1'722'000'000'000'000'000ull;
   live_header.pid = 4242;
-  live_header.devices = {{0, "NVIDIA H200", 150'109'880'320ull}, {1, "", 0}};
+  live_header.devices = {{0, "NVIDIA H200", 150'109'880'320ull, 867'416'960ull}, {1, "", 0}};
   live_header.allocator_settings = {{"expandable_segments", "False"}, {"max_split_size", "-1"}};
   live_header.starts_mid_run = true;
   proto::TraceHeader header;
@@ -429,6 +429,7 @@ TEST_F(LiveRecorderTest, LiveTraceWriterWritesWhatTraceWriterWrites) {
     info->set_index(d.index);
     info->set_name(d.name);
     info->set_total_memory(d.total_memory);
+    info->set_cap_bytes(d.cap_bytes);
   }
   for (const auto& [k, v] : live_header.allocator_settings) (*header.mutable_allocator_settings())[k] = v;
   header.set_starts_mid_run(true);

@@ -159,6 +159,28 @@ TEST_F(RecordingApi, CApiWritesHeaderEventsAndStacks) {
   EXPECT_EQ(frames[0].line, 42u);
 }
 
+// "device_cap" records the run's per-process cap of a device in the header (DeviceInfo.cap_bytes),
+// apart from its total memory; a device it names that no "device" key listed is added.
+TEST_F(RecordingApi, CApiRecordsEachDevicesCapApartFromItsMemory) {
+  const char* header[] = {"device",      "0;150109880320;NVIDIA H200", "device_cap", "0;867416960", "device_cap",
+                          "1;1073741824"};
+  char error[256] = "";
+  memreplay_recorder* r = memreplay_open(path("cap.mrt").c_str(), header, 3, nullptr, error, sizeof error);
+  ASSERT_NE(r, nullptr) << error;
+  EXPECT_EQ(memreplay_record(r, MEMREPLAY_ALLOC, 0, 0, 0x1000, 100, 0, 0, 0), 1);
+  EXPECT_EQ(memreplay_close(r, nullptr), 1);
+  memreplay_destroy(r);
+
+  TraceReader reader(path("cap.mrt"));
+  EXPECT_EQ(reader.header().format_minor(), 2u);
+  ASSERT_EQ(reader.header().devices_size(), 2);
+  EXPECT_EQ(reader.header().devices(0).total_memory(), 150109880320u);
+  EXPECT_EQ(reader.header().devices(0).cap_bytes(), 867416960u);
+  EXPECT_EQ(reader.header().devices(1).index(), 1u);
+  EXPECT_EQ(reader.header().devices(1).total_memory(), 0u);
+  EXPECT_EQ(reader.header().devices(1).cap_bytes(), 1073741824u);
+}
+
 TEST_F(RecordingApi, CApiDestroyWithoutCloseFinishesTheFileWithStacks) {
   char error[256] = "";
   memreplay_recorder* r = memreplay_open(path("d.mrt").c_str(), nullptr, 0, nullptr, error, sizeof error);
