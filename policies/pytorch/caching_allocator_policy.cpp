@@ -113,22 +113,20 @@ PolicyStats CachingAllocatorPolicy::do_stats() const {
 
 // ---- the search ---------------------------------------------------------------------------------
 
-bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
-  BlockPool& pool = *p.pool;
-  if (gc_active_) ++pool.get_free_blocks_call_count;  // block ages count these calls
-  FreeBlockSet& blocks = pool.blocks;
-  auto it = blocks.lower_bound(p.stream, p.size);
-  if (it == blocks.end() || it->stream != p.stream) return false;
+FreeBlockSet::iterator CachingAllocatorPolicy::find_free_block(const FreeBlockSet& blocks, uint64_t size,
+                                                               StreamId stream, bool expandable) const {
+  auto it = blocks.lower_bound(stream, size);
+  if (it == blocks.end() || it->stream != stream) return blocks.end();
 
   if (it->segment != nullptr) {
-    if (p.expandable) {
+    if (expandable) {
       // Best fit by the size a block could grow to: a block followed by unmapped VA (a segment's
       // tail) counts that VA, so a later block that stays smaller is preferred.
       auto expandable_size = [](const CacheBlock* b) {
         return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
       };
       auto next = std::next(it);
-      while (it->segment != nullptr && next != blocks.end() && next->stream == p.stream &&
+      while (it->segment != nullptr && next != blocks.end() && next->stream == stream &&
              expandable_size(&*next) < expandable_size(&*it)) {
         it = next++;
       }
@@ -136,19 +134,36 @@ bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
       // Expandable segments switched off: skip their blocks.
       do {
         ++it;
-      } while (it != blocks.end() && it->segment != nullptr && it->stream == p.stream);
-      if (it == blocks.end() || it->stream != p.stream) return false;
+      } while (it != blocks.end() && it->segment != nullptr && it->stream == stream);
+      if (it == blocks.end() || it->stream != stream) return blocks.end();
     }
   }
 
   // Oversize rules: never hand an oversize block to a normal request; an oversize request takes a
   // block only within max_non_split_rounding of its size.
   const uint64_t max_split = config_.max_split_size;
-  if (p.size < max_split && it->size >= max_split) return false;
-  if (p.size >= max_split && it->size >= saturating_add(p.size, config_.max_non_split_rounding_size)) return false;
+  if (size < max_split && it->size >= max_split) return blocks.end();
+  if (size >= max_split && it->size >= saturating_add(size, config_.max_non_split_rounding_size)) return blocks.end();
+  return it;
+}
+
+bool CachingAllocatorPolicy::get_free_block(AllocParams& p) {
+  if (gc_active_) ++p.pool->get_free_blocks_call_count;  // block ages count these calls
+  FreeBlockSet& blocks = p.pool->blocks;
+  const auto it = find_free_block(blocks, p.size, p.stream, p.expandable);
+  if (it == blocks.end()) return false;
   p.block = &*it;
   blocks.erase(it);
   return true;
+}
+
+bool CachingAllocatorPolicy::fits_without_release(uint64_t bytes, StreamId stream) const {
+  const uint64_t size = round_size(bytes, config_);
+  const BlockPool& pool = is_small_request(size) ? small_blocks_ : large_blocks_;
+  if (find_free_block(pool.blocks, size, stream, config_.expandable_segments) != pool.blocks.end()) return true;
+  // alloc_block's limit, or the device's own where none is set.
+  const uint64_t limit = allowed_max_ ? *allowed_max_ : device_.limit();
+  return device_.counters().reserved_bytes + segment_size(size, config_) <= limit;
 }
 
 bool CachingAllocatorPolicy::should_split(const CacheBlock* block, uint64_t size, bool expandable) const {

@@ -58,6 +58,11 @@ class CachingAllocatorPolicy final : public Policy {
   const AllocConfig& config() const { return config_; }
   // The per-process limit in force (PyTorch's allowed_memory_maximum), if any.
   std::optional<uint64_t> allowed_memory_maximum() const { return allowed_max_; }
+  // Whether allocate(bytes, stream) in the default pools would succeed without releasing any
+  // cached memory: a free block serves it (step 1), or a new segment stays within the limit (the
+  // first alloc_block of step 2). False is where PyTorch's release ladder starts (GC, then
+  // release_available_cached_blocks, then release_cached_blocks and the retry). Changes nothing.
+  bool fits_without_release(uint64_t bytes, StreamId stream) const;
 
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override;
@@ -83,6 +88,9 @@ class CachingAllocatorPolicy final : public Policy {
 
   // The steps of every allocation and free, inlined into do_allocate / do_free (measured: ~5%).
   [[gnu::always_inline]] inline bool get_free_block(AllocParams& p);
+  // get_free_block's search alone: the block it would take, or blocks.end().
+  [[gnu::always_inline]] inline FreeBlockSet::iterator find_free_block(const FreeBlockSet& blocks, uint64_t size,
+                                                                       StreamId stream, bool expandable) const;
   bool alloc_block(AllocParams& p, bool is_retry);
   bool release_available_cached_blocks(const AllocParams& p);
   bool release_cached_blocks();

@@ -423,6 +423,29 @@ TEST(PytorchPolicyRelease, RetryReleasesTheCacheUnderTheLimit) {
   EXPECT_EQ(stats_by_name(f.policy.stats(), f.counters()).at("num_alloc_retries"), 1u);
 }
 
+// fits_without_release answers what allocate() would do before its release ladder, and changes
+// nothing: where it says no, the allocation that follows releases the cache and retries.
+TEST(PytorchPolicyRelease, FitsWithoutReleaseIsTheRetrysQuestionAskedAhead) {
+  Fixture f("", /*capacity=*/40 * MiB);
+  const Block a = f.alloc(12 * MiB);  // a 12 MiB segment, cached once freed
+  f.policy.free(a.address, 0);
+  EXPECT_TRUE(f.policy.fits_without_release(12 * MiB, 0));  // the cached block serves it
+  EXPECT_TRUE(f.policy.fits_without_release(6 * MiB, 0));  // a part of it
+  EXPECT_TRUE(f.policy.fits_without_release(28 * MiB, 1));  // another stream: a new segment, 12 + 28 <= 40
+  EXPECT_FALSE(f.policy.fits_without_release(28 * MiB + 1, 1));  // ... of 30 MiB: past the cap
+  EXPECT_FALSE(f.policy.fits_without_release(30 * MiB, 0));  // 12 cached + 30 > 40
+  EXPECT_EQ(f.counters().reserved_bytes, 12 * MiB);  // asking changed nothing
+  EXPECT_EQ(f.counters().malloc_calls, 1u);
+  f.alloc(30 * MiB);  // where it said no, the allocation releases the cache and retries
+  EXPECT_EQ(f.policy.stats().alloc_retries, 1u);
+  EXPECT_TRUE(f.policy.fits_without_release(512 * 1024, 0));  // a small segment: 30 + 2 <= 40
+  EXPECT_FALSE(f.policy.fits_without_release(2 * MiB, 0));  // a 20 MiB one: 30 + 20 > 40
+
+  Fixture uncapped("");
+  uncapped.policy.free(uncapped.alloc(12 * MiB).address, 0);
+  EXPECT_TRUE(uncapped.policy.fits_without_release(30 * MiB, 0));  // the device's whole memory is the limit
+}
+
 TEST(PytorchPolicyRelease, OutOfMemoryIsAResult) {
   Fixture f("", /*capacity=*/40 * MiB);
   f.alloc(30 * MiB);
