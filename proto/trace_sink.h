@@ -34,6 +34,19 @@ class TraceSink {
   // that looks complete (TraceWriter removes its temporary file).
   virtual void finish() = 0;
 
+  // An importer's question about a burst of segment releases that its recorded data cannot tell
+  // apart (recorder/import/pytorch/empty_cache_inference.h): a release-and-retry inside the
+  // allocation `next_alloc` (the first alloc after the burst) or an empty_cache() call before it.
+  // Every event before the burst has been appended. True: the recorded allocator could not have
+  // served `next_alloc` without releasing cached memory, so the burst is its retry; false: it
+  // could, so the burst is an empty_cache(); nullopt: this sink cannot tell, and the importer's
+  // own rule decides. A sink that wraps another passes the question on; one that answers sees
+  // every event, so it takes no encoded chunks (encoded_chunk_format() below is nullopt).
+  virtual std::optional<bool> burst_is_retry(const Event& next_alloc) {
+    (void)next_alloc;
+    return std::nullopt;
+  }
+
   // A sink that writes chunks (TraceWriter) may take a whole trace as chunk rows encoded ahead,
   // while an importer was still reading (chunks_ahead.h): how it cuts and compresses its chunks,
   // or nothing when it takes only the calls above.

@@ -78,6 +78,8 @@ class OomAhead {
     }
     return stop_ < trace_.size() && trace_[stop_].kind == EventKind::oom;
   }
+  // The first alloc or oom at or after the last `from` asked of at(), or the trace's size.
+  size_t stop() const { return stop_; }
 
  private:
   std::span<const TraceStep> trace_;
@@ -149,10 +151,10 @@ bool is_empty_cache_stack(std::span<const FrameText> frames) {
   });
 }
 
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks, const TraceWindowDone& done,
-                                      std::span<const uint16_t> pools) {
-  std::vector<size_t> found;
+std::vector<ReleaseRun> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
+                                          const EntryStacks* stacks, const TraceWindowDone& done,
+                                          std::span<const uint16_t> pools) {
+  std::vector<ReleaseRun> found;
   // Occupancy tracking costs a map lookup per alloc/free: skip it for the many traces that
   // never release a segment.
   if (!has_release(trace, done)) return found;
@@ -179,10 +181,18 @@ std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<c
     // A run right after a free is taken for an empty_cache all the same (see the header).
     const bool after_free =
         i > 0 && (trace[i - 1].kind == EventKind::free_completed || trace[i - 1].kind == EventKind::free_requested);
-    const bool retry =
-        !after_free && end < trace.size() && is_growth(trace[end].kind) && reserved.now + trace[end].size > peak;
+    const bool grows = end < trace.size() && is_growth(trace[end].kind);
+    const bool retry = !after_free && grows && reserved.now + trace[end].size > peak;
     const std::optional<bool> said = stacks ? stacks_say(*stacks, trace, i, end) : std::nullopt;
-    if (said ? *said : occupancy.run_releases_all_free(run) && !oom_ahead.at(end) && !retry) found.push_back(i);
+    if (said) {
+      if (*said) found.push_back({.first = i});
+    } else if (occupancy.run_releases_all_free(run) && !oom_ahead.at(end)) {
+      // Rules 1 and 2 hold: an empty_cache, unless the device allocation that follows is a retry's.
+      const bool open = grows && oom_ahead.stop() < trace.size();
+      if (open || !retry)
+        found.push_back(
+            {.first = i, .empty_cache = !retry, .next_alloc = open ? oom_ahead.stop() : ReleaseRun::kSettled});
+    }
     for (size_t k = i; k < end; ++k) {
       reserved.apply(trace[k]);
       occupancy.apply(trace[k], pool_of(k));

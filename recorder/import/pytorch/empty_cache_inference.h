@@ -28,14 +28,24 @@
 // run and are ordinary trace events; the inferred empty_cache goes right before the first
 // release, so a replay sees those blocks completed, as the real call did.
 //
+// Rule 3 is a guess; the run's cap settles it. A run that rules 0-2 leave open and that a device
+// allocation follows (segment_alloc or map: a retry is always followed by the one it made room
+// for) is returned open, with the first alloc after it: a sink that knows the cap the run had
+// (TraceSink::burst_is_retry, replayer/retry_reading_sink.h) replays the trace up to the run and
+// asks the allocator model whether that alloc fits without releasing cached memory. If it does not,
+// the allocator itself would have released and retried there: a retry. If it does, nothing in
+// the allocator releases there: an empty_cache. Only where no sink answers does rule 3 decide.
+//
 // What this does not tell apart without stacks (rule 0 settles the first two where they exist):
 // - Garbage collection and release_available_cached_blocks release only some free segments, so
 //   rule 1 rejects them — unless the segments they release happen to be all the free ones.
-// - Rule 3 takes an empty_cache made at the reserved peak, not right after a free, and followed at
-//   once by a device allocation, for a retry; and a retry right after a free for an empty_cache
-//   (the replay then calls empty_cache where the allocator retried: the same segments go, one
-//   num_alloc_retries less). A retry forced by a cudaMalloc that failed below the highest reserved
-//   level (another process took the memory) looks like an empty_cache.
+// - Without the cap, rule 3 takes an empty_cache made at the reserved peak, not right after a
+//   free, and followed at once by a device allocation, for a retry; and a retry right after a free
+//   for an empty_cache (the replay then calls empty_cache where the allocator retried: the same
+//   segments go, one num_alloc_retries less). With the cap, an empty_cache() called right before an
+//   allocation that would not have fit without it is read as a retry (the same segments go, one
+//   num_alloc_retries more). A retry forced by a cudaMalloc that failed below the cap (another
+//   process took the memory) looks like an empty_cache.
 // - An empty_cache with nothing to release leaves no trace at all and cannot be inferred.
 // - Expandable segments: unmaps only need rule 2 (recent PyTorch's GC and
 //   release_available_cached_blocks skip expandable segments, so only empty_cache and the OOM
@@ -43,6 +53,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
@@ -63,12 +74,24 @@ struct EntryStacks {
 // Whether a snapshot's frames list comes from torch.cuda.empty_cache().
 bool is_empty_cache_stack(std::span<const FrameText> frames);
 
-// Indices into `trace` (one device, in order, starting from `initial`) of the first release entry
-// of each run inferred to be an empty_cache, ascending. `stacks`: null where none were recorded.
-// `done`: see TraceWindowDone. `pools`: each entry's pool (pool_assignment.h), empty where every
-// entry is in the default pool.
-std::vector<size_t> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
-                                      const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {},
-                                      std::span<const uint16_t> pools = {});
+// A run of releases read as an empty_cache() call, or left open between one and a retry.
+struct ReleaseRun {
+  static constexpr size_t kSettled = SIZE_MAX;
+  size_t first = 0;  // index of its first release entry
+  bool empty_cache = true;  // the reading of rules 0-3
+  // An open run (see above): the first alloc after it, the allocation a retry would be inside;
+  // kSettled where rules 0-2 read it.
+  size_t next_alloc = kSettled;
+  bool open() const { return next_alloc != kSettled; }
+  friend bool operator==(const ReleaseRun&, const ReleaseRun&) = default;
+};
+
+// The runs of `trace` (one device, in order, starting from `initial`) read as an empty_cache or
+// left open, by first entry, ascending. `stacks`: null where none were recorded. `done`: see
+// TraceWindowDone. `pools`: each entry's pool (pool_assignment.h), empty where every entry is in
+// the default pool.
+std::vector<ReleaseRun> infer_empty_cache(const AllocatorState& initial, std::span<const TraceStep> trace,
+                                          const EntryStacks* stacks = nullptr, const TraceWindowDone& done = {},
+                                          std::span<const uint16_t> pools = {});
 
 }  // namespace memreplay

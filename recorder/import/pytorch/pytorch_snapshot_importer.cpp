@@ -66,7 +66,7 @@ class SnapshotOutput {
     std::vector<DeviceCursor> cursors;
     cursors.reserve(c_.devices.size());
     for (size_t d = 0; d < c_.devices.size(); ++d)
-      cursors.emplace_back(*this, static_cast<uint32_t>(d), inferred_empty_caches(d, initial[d], stack_ids_));
+      cursors.emplace_back(*this, static_cast<uint32_t>(d), release_runs(d, initial[d], stack_ids_));
     emit_merged(sink, cursors);
     sink.finish();
   }
@@ -81,16 +81,19 @@ class SnapshotOutput {
         !c_.devices[0].annotations.empty())
       return false;
     if (encoded->entries != c_.devices[0].spool.size() || encoded->sink_stacks.size() != c_.stacks.size()) return false;
-    if (!inferred_empty_caches(0, initial[0], encoded->sink_stacks).empty()) return false;
+    // An open run keeps its rule-3 reading here: a sink that settles runs takes no encoded chunks.
+    const std::vector<ReleaseRun> runs = release_runs(0, initial[0], encoded->sink_stacks);
+    if (std::any_of(runs.begin(), runs.end(), [](const ReleaseRun& r) { return r.empty_cache; })) return false;
     sink.write_encoded(c_.header, std::move(encoded->encoder), encoded->rows);
     sink.finish();
     return true;
   }
 
-  // Device d's entries that an inferred empty_cache goes before. `sink_stacks`: local stack k is
-  // the sink's sink_stacks[k - 1] (stacks by content: equal frames lists need not be one pickled object).
-  std::vector<size_t> inferred_empty_caches(size_t d, const AllocatorState& initial,
-                                            const std::vector<uint32_t>& sink_stacks) const {
+  // Device d's runs of releases an inferred empty_cache may go before (empty_cache_inference.h).
+  // `sink_stacks`: local stack k is the sink's sink_stacks[k - 1] (stacks by content: equal frames
+  // lists need not be one pickled object).
+  std::vector<ReleaseRun> release_runs(size_t d, const AllocatorState& initial,
+                                       const std::vector<uint32_t>& sink_stacks) const {
     std::unordered_set<uint32_t> empty_cache_stacks;  // sink ids of torch.cuda.empty_cache()'s stacks
     for (size_t k = 0; k < c_.stacks.size(); ++k)
       if (is_empty_cache_stack(c_.stacks[k])) empty_cache_stacks.insert(sink_stacks[k]);
@@ -98,10 +101,19 @@ class SnapshotOutput {
     const TraceWindowDone done = [&](size_t begin, size_t end) { spool.release(begin, end); };
     const EntryStacks stacks{[&](size_t i) { return spool.stack(i) == 0 ? 0 : sink_stacks[spool.stack(i) - 1]; },
                              [&](uint32_t id) { return empty_cache_stacks.contains(id); }};
-    std::vector<size_t> empties =
+    std::vector<ReleaseRun> runs =
         infer_empty_cache(initial, spool.steps(), c_.stacks.empty() ? nullptr : &stacks, done, pools_[d]);
     spool.release_all();
-    return empties;
+    return runs;
+  }
+
+  // Whether an empty_cache event goes before `run` of device d: its reading, unless the run is
+  // open and `sink` settles it (TraceSink::burst_is_retry), asked when every event before the
+  // run has gone to the sink.
+  bool empty_cache_before(const ReleaseRun& run, uint32_t d, TraceSink& sink) const {
+    if (!run.open()) return run.empty_cache;
+    const std::optional<bool> retry = sink.burst_is_retry(trace_event(d, run.next_alloc));
+    return retry ? !*retry : run.empty_cache;
   }
 
   // The Event of device d's trace entry i (its local stack id, which emit() maps).
@@ -116,16 +128,16 @@ class SnapshotOutput {
   // runs and annotations after the trace events of the same or an earlier time.
   class DeviceCursor {
    public:
-    DeviceCursor(const SnapshotOutput& output, uint32_t d, std::vector<size_t> empties)
-        : output_(output), dev_(output.c_.devices[d]), d_(d), empties_(std::move(empties)) {}
+    DeviceCursor(const SnapshotOutput& output, uint32_t d, std::vector<ReleaseRun> runs)
+        : output_(output), dev_(output.c_.devices[d]), d_(d), runs_(std::move(runs)) {}
     bool done() const { return next_ == dev_.spool.size() && annotation_ == dev_.annotations.size(); }
     uint64_t time() const {
       return annotation_first() ? dev_.annotations[annotation_].time_ns : dev_.spool.time(next_);
     }
-    Event take() {
+    // The next event; `sink` has every event taken before it (a run's reading may ask it).
+    Event take(TraceSink& sink) {
       if (annotation_first()) return dev_.annotations[annotation_++];
-      if (empty_ < empties_.size() && empties_[empty_] == next_) {
-        ++empty_;
+      if (run_ < runs_.size() && runs_[run_].first == next_ && output_.empty_cache_before(runs_[run_++], d_, sink)) {
         Event empty;
         empty.kind = EventKind::empty_cache;
         empty.device = d_;
@@ -146,8 +158,8 @@ class SnapshotOutput {
     const SnapshotOutput& output_;
     const SnapshotDevice& dev_;
     uint32_t d_;
-    std::vector<size_t> empties_;
-    size_t next_ = 0, annotation_ = 0, empty_ = 0;
+    std::vector<ReleaseRun> runs_;
+    size_t next_ = 0, annotation_ = 0, run_ = 0;
   };
 
   // --- output ---
@@ -155,7 +167,7 @@ class SnapshotOutput {
   // Merges the devices' events by time, stably: on equal times the lower device goes first.
   void emit_merged(TraceSink& sink, std::vector<DeviceCursor>& cursors) {
     if (cursors.size() == 1) {
-      while (!cursors[0].done()) emit(sink, cursors[0].take());
+      while (!cursors[0].done()) emit(sink, cursors[0].take(sink));
       return;
     }
     for (;;) {
@@ -163,7 +175,7 @@ class SnapshotOutput {
       for (DeviceCursor& c : cursors)
         if (!c.done() && (best == nullptr || c.time() < best->time())) best = &c;
       if (best == nullptr) return;
-      emit(sink, best->take());
+      emit(sink, best->take(sink));
     }
   }
 
