@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/units.h"
 #include "policies/registry.h"
 #include "policies/torch_version.h"
 #include "proto/input_error.h"
@@ -97,6 +98,28 @@ std::optional<std::string> torch_version_warning(const std::string& trace, const
     return std::nullopt;
   }
   return torch_version_warning(trace, reader->header(), policy_spec);
+}
+
+std::optional<uint64_t> recorded_capacity(const proto::TraceHeader& header, uint32_t trace_device) {
+  for (const auto& d : header.devices())
+    if (d.index() == trace_device && d.cap_bytes() != 0) return d.cap_bytes();
+  return std::nullopt;
+}
+
+std::optional<std::string> use_recorded_capacity(ReplayOptions& options) {
+  if (options.capacity) return std::nullopt;
+  std::optional<TraceReader> reader;
+  try {
+    reader.emplace(options.trace_path);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::optional<uint64_t> cap = recorded_capacity(reader->header(), options.trace_device);
+  if (!cap) return std::nullopt;
+  options.capacity = cap;
+  return options.trace_path + ": replayed under the per-process cap the run recorded on device " +
+         std::to_string(options.trace_device) + ", " + format_bytes(*cap) + " (" + std::to_string(*cap) +
+         " B); --capacity overrides it";
 }
 
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {

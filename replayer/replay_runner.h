@@ -47,6 +47,15 @@ std::optional<std::string> torch_version_warning(const std::string& trace, const
 // The same from the trace's own header; nothing for a trace that cannot be read (its replay says why).
 std::optional<std::string> torch_version_warning(const std::string& trace, const std::string& policy_spec);
 
+// The per-process cap the trace recorded for `trace_device` (the header's DeviceInfo.cap_bytes: the
+// run's set_per_process_memory_fraction, which memreplay.torch writes, or `import --capacity`), if any.
+std::optional<uint64_t> recorded_capacity(const proto::TraceHeader& header, uint32_t trace_device);
+// For a replay given no capacity: options.capacity set to the cap the trace recorded for
+// options.trace_device, and the line that says so. Nothing (options unchanged) when a capacity was
+// given, the trace recorded none, or it cannot be read (its replay says why). replay, compare,
+// advise and report take it; fit (which searches the capacity), sweep and check do not.
+std::optional<std::string> use_recorded_capacity(ReplayOptions& options);
+
 // What to tell the user before a replay, one line each: torch_version_warning (a trace that cannot
 // be read says nothing here: the replay reports it), and options that would silently do nothing:
 // garbage_collection_threshold without a cap, per_process_memory_fraction next to a capacity

@@ -30,7 +30,9 @@ struct AdviseOptions {
   std::string json;
 };
 
-void advise(const AdviseOptions& options) {
+void advise(const AdviseOptions& given) {
+  AdviseOptions options = given;
+  options.replay = with_recorded_capacity(options.replay);
   refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
                           "advice from part of a run would mislead (--allow-incomplete to advise anyway)");
   warn_before_replay(options.replay);

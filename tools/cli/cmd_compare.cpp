@@ -32,7 +32,9 @@ struct CompareOptions {
   double max_call_ratio = results::kDefaultMaxCallRatio;
 };
 
-void compare(const CompareOptions& options) {
+void compare(const CompareOptions& given) {
+  CompareOptions options = given;
+  options.replay = with_recorded_capacity(options.replay);
   std::vector<ReplayMetrics> rows;
   const std::vector<std::string> specs = results::compare_policy_specs(options.policies);
   for (const auto& spec : specs) {

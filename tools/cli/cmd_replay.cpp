@@ -25,7 +25,9 @@ struct ReplayCommandOptions {
   bool wide = false;
 };
 
-void replay(const ReplayCommandOptions& options) {
+void replay(const ReplayCommandOptions& given) {
+  ReplayCommandOptions options = given;
+  options.replay = with_recorded_capacity(options.replay);
   warn_before_replay(options.replay);
   const ReplayMetrics m = run_replay(options.replay);
   warn_after_replay(options.replay, m);

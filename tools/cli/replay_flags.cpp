@@ -19,7 +19,8 @@ void add_replay_flags(CLI::App& command, ReplayOptions& options) {
   command.add_option_function<std::string>(
       "--capacity", [&options](const std::string& text) { options.capacity = parse_bytes(text, "--capacity"); },
       "per-process memory cap, as set_per_process_memory_fraction sets it "
-      "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails");
+      "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails. Without it, the cap the trace recorded "
+      "(memreplay.torch, import --capacity), if any");
   command.add_option("--trace-device", options.trace_device, "which recorded device's events to replay (default 0)");
   command.add_flag("--lenient", options.lenient,
                    "count and skip events inconsistent with the live state instead of failing");
@@ -57,6 +58,11 @@ void warn_once(const std::string& message) {
 
 void warn_torch_version(const std::string& trace, const std::string& policy_spec) {
   if (const auto warning = torch_version_warning(trace, policy_spec)) warn_once(*warning);
+}
+
+ReplayOptions with_recorded_capacity(ReplayOptions options) {
+  if (const auto note = use_recorded_capacity(options)) warn_once(*note);
+  return options;
 }
 
 void warn_before_replay(const ReplayOptions& options) {

@@ -24,6 +24,10 @@ void add_policy_list_flags(CLI::App& command, ReplayOptions& replay, std::vector
 // multiple of those of `reference` ("the current setting's").
 void add_max_call_ratio_flag(CLI::App& command, double& ratio, const std::string& reference);
 
+// `options` under the cap the trace recorded where it was given no --capacity (use_recorded_capacity,
+// replayer/replay_runner.h), said once: for replay, compare, advise and report.
+ReplayOptions with_recorded_capacity(ReplayOptions options);
+
 // replay_warnings_before / replay_warnings_after (replayer/replay_runner.h), printed (warn()); those
 // before, each once per command however many replays it runs (the torch release's warning of
 // every trace command: replay, compare, fit, advise, report).
