@@ -14,6 +14,7 @@
 #include "recorder/import/input/decompress.h"
 #include "recorder/import/input/scratch_file.h"
 #include "recorder/import/rmm/rmm_log_importer.h"
+#include "replayer/retry_reading_sink.h"
 
 namespace memreplay::results {
 namespace {
@@ -60,7 +61,7 @@ OpenedTrace::OpenedTrace(OpenedTrace&&) noexcept = default;
 OpenedTrace& OpenedTrace::operator=(OpenedTrace&&) noexcept = default;
 OpenedTrace::~OpenedTrace() = default;
 
-OpenedTrace open_trace(const std::string& path) {
+OpenedTrace open_trace(const std::string& path, std::optional<uint64_t> capacity) {
   struct stat st {};
   std::string prefix;
   {
@@ -76,7 +77,12 @@ OpenedTrace open_trace(const std::string& path) {
   const std::string target = "/proc/self/fd/" + std::to_string(conversion->file.fd());
   try {
     TraceWriter writer(target, {.zstd_level = 1, .atomic = false, .background_encoding = true});
-    import_file(path, writer);
+    if (capacity) {
+      RetryReadingSink capped(writer, *capacity);
+      import_file(path, capped);
+    } else {
+      import_file(path, writer);
+    }
   } catch (const InputError& e) {
     // The input's errors name it; the conversion's own (a full temporary directory) would name
     // the descriptor: say what was being done instead.

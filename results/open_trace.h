@@ -7,7 +7,9 @@
 // check, report and the rest take the path as it is.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace memreplay::results {
@@ -24,7 +26,7 @@ class OpenedTrace {
   bool converted() const { return conversion_ != nullptr; }
 
  private:
-  friend OpenedTrace open_trace(const std::string& path);
+  friend OpenedTrace open_trace(const std::string& path, std::optional<uint64_t> capacity);
   struct Conversion;
   OpenedTrace(std::string path, std::unique_ptr<Conversion> conversion);
 
@@ -34,6 +36,9 @@ class OpenedTrace {
 
 // Throws InputError naming the path: it cannot be read, is not a regular file, or is neither a
 // trace nor an input memreplay imports (or the import fails: its own error, with its offset).
-OpenedTrace open_trace(const std::string& path);
+// `capacity`: the per-process cap the recorded run had, as --capacity gives it; an import then
+// settles what the snapshot leaves open between release-and-retry and empty_cache() under it
+// (replayer/retry_reading_sink.h). A .mrt is read as it is.
+OpenedTrace open_trace(const std::string& path, std::optional<uint64_t> capacity = std::nullopt);
 
 }  // namespace memreplay::results

@@ -80,9 +80,11 @@ results::CheckRequest request_from(const CheckOptions& o) {
   r.baseline = o.baseline;
   r.update_baseline = o.update_baseline;
   r.policies = o.policies;
+  if (!o.capacity.empty()) r.capacity = parse_bytes(o.capacity, "--capacity");
   for (const auto& t : o.traces) {
     r.traces.push_back(trace_argument(t));
-    open_trace_input(r.traces.back().path);  // a snapshot is imported; every trace kept from the outputs
+    // A snapshot is imported (under --capacity); every trace kept from the outputs.
+    open_trace_input(r.traces.back().path, r.capacity);
   }
   if (!o.names.empty()) {
     if (o.names.size() != o.traces.size())
@@ -96,7 +98,6 @@ results::CheckRequest request_from(const CheckOptions& o) {
   for (const auto& spec : o.tolerances) r.tolerances.insert(results::parse_tolerance(spec));
   if (!o.max_reserved.empty()) r.max_reserved = parse_bytes(o.max_reserved, "--max-reserved");
   if (!o.max_overhead.empty()) r.max_overhead = parse_ratio(o.max_overhead, "--max-overhead");
-  if (!o.capacity.empty()) r.capacity = parse_bytes(o.capacity, "--capacity");
   r.allow = {o.allow_new, o.allow_shrink, o.allow_empty, o.accept};
   r.fit = o.fit;
   r.allow_incomplete = o.allow_incomplete;

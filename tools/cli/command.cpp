@@ -11,21 +11,23 @@
 
 namespace memreplay::cli {
 
-void open_trace_input(const std::string& path) {
+void open_trace_input(const std::string& path, std::optional<uint64_t> capacity) {
   // Open for the rest of the process: the conversion of a snapshot lives as long as its handle.
   static std::vector<results::OpenedTrace> opened;
-  opened.push_back(results::open_trace(path));
+  opened.push_back(results::open_trace(path, capacity));
   protect_input(path);
 }
 
-void add_trace_argument(CLI::App& command, std::string& trace) {
+void add_trace_argument(CLI::App& command, std::string& trace, const std::optional<uint64_t>* capacity) {
   command
       .add_option("TRACE", trace,
                   "trace file (.mrt, from `memreplay import` or a recorder), or a PyTorch memory snapshot "
                   "(.pickle, .gz, .xz, .zst) or RMM log, imported first")
       ->required()
       ->check(CLI::ExistingFile)
-      ->each(open_trace_input);
+      ->each([capacity](const std::string& path) {
+        open_trace_input(path, capacity != nullptr ? *capacity : std::nullopt);
+      });
 }
 
 void add_plugin_option(CLI::App& command) {

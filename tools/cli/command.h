@@ -3,7 +3,9 @@
 // --json arguments several commands take.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,12 +39,13 @@ Command<Options> add_command(CLI::App& parent, const std::string& name, const st
 }
 
 // TRACE: a required, existing trace file (.mrt), or anything `import` reads, through
-// open_trace_input.
-void add_trace_argument(CLI::App& command, std::string& trace);
-// Every trace a command reads comes through here: opened (a snapshot is imported, and readable
-// under its own path from then on: results/open_trace.h) and protected from being overwritten
-// by the command's outputs (base/output_file.h).
-void open_trace_input(const std::string& path);
+// open_trace_input. `capacity`: where the command's --capacity lands, for the import of a snapshot;
+// --capacity must be added before TRACE (CLI11 runs the callbacks in that order).
+void add_trace_argument(CLI::App& command, std::string& trace, const std::optional<uint64_t>* capacity = nullptr);
+// Every trace a command reads comes through here: opened (a snapshot is imported, under `capacity`
+// when given, and readable under its own path from then on: results/open_trace.h) and protected
+// from being overwritten by the command's outputs (base/output_file.h).
+void open_trace_input(const std::string& path, std::optional<uint64_t> capacity = std::nullopt);
 // --plugin PATH.so (repeatable): loads a policy plugin (policies/plugin/) when parsed; a plugin
 // that cannot be used is an InputError (exit 2) naming the file.
 void add_plugin_option(CLI::App& command);

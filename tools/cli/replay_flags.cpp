@@ -12,15 +12,16 @@
 namespace memreplay::cli {
 
 void add_replay_flags(CLI::App& command, ReplayOptions& options) {
-  add_trace_argument(command, options.trace_path);
-  add_plugin_option(command);
-  command.add_option("--device", options.device_spec,
-                     "where to replay: sim (simulated GPU, default) or cuda[:N] (a real GPU)");
+  // Before TRACE: a snapshot is imported under it (add_trace_argument).
   command.add_option_function<std::string>(
       "--capacity", [&options](const std::string& text) { options.capacity = parse_bytes(text, "--capacity"); },
       "per-process memory cap, as set_per_process_memory_fraction sets it "
       "(e.g. 8GiB, 80GB, 1073741824); a device malloc over it fails. Without it, the cap the trace recorded "
       "(memreplay.torch, import --capacity), if any");
+  add_trace_argument(command, options.trace_path, &options.capacity);
+  add_plugin_option(command);
+  command.add_option("--device", options.device_spec,
+                     "where to replay: sim (simulated GPU, default) or cuda[:N] (a real GPU)");
   command.add_option("--trace-device", options.trace_device, "which recorded device's events to replay (default 0)");
   command.add_flag("--lenient", options.lenient,
                    "count and skip events inconsistent with the live state instead of failing");
