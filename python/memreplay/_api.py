@@ -56,7 +56,7 @@ def _trace_name(source: str) -> str:
     return name or "trace"
 
 
-def load(src: TraceLike, *, name: Optional[str] = None) -> Trace:
+def load(src: TraceLike, *, name: Optional[str] = None, capacity: Optional[Bytes] = None) -> Trace:
     """A trace to replay, from
       - a .mrt file (memreplay import, a recorder),
       - a PyTorch snapshot file (torch.cuda.memory._dump_snapshot(), plain or .gz/.xz/.zst) or an RMM
@@ -66,14 +66,20 @@ def load(src: TraceLike, *, name: Optional[str] = None) -> Trace:
       - a Trace (returned as it is).
     `name` names an imported trace (check's baselines key traces by name; default: the file's name
     without its suffixes, "snapshot" for a dict) and, for a dict, is its source_file in the header.
+    `capacity` (bytes, "40GiB"): the per-process cap the recorded run had, for an import, as
+    `memreplay import --capacity`: a burst of segment frees the snapshot leaves open between a
+    release-and-retry and an empty_cache() is settled by replaying up to it under the cap, and the
+    trace records the cap (a replay without a capacity uses it). replay(), compare(), fit(), fits(),
+    advise() and report() pass theirs here.
     Raises FileNotFoundError for a missing file and InputError for damaged input (with the file,
     byte offset or event index)."""
     if isinstance(src, Trace):
         return src
+    cap = None if capacity is None else parse_bytes(capacity)
     if isinstance(src, Mapping):
         source = name or "snapshot"
         snapshot = src if type(src) is dict else dict(src)
-        return Trace(_core.import_dict(snapshot, source, _trace_name(source)), _trace_name(source))
+        return Trace(_core.import_dict(snapshot, source, _trace_name(source), cap), _trace_name(source))
     if isinstance(src, (str, os.PathLike)):
         path = os.fspath(src)
         if not os.path.isfile(path):
@@ -82,7 +88,7 @@ def load(src: TraceLike, *, name: Optional[str] = None) -> Trace:
             if _core.is_trace_file(path):
                 return Trace(_core.open_trace(path), name or _trace_name(path))
             trace_name = _trace_name(name or path)
-            return Trace(_core.import_file(path, trace_name), trace_name)
+            return Trace(_core.import_file(path, trace_name, cap), trace_name)
     raise TypeError(f"memreplay.load: expected a path, a snapshot dict or a Trace, not {type(src).__name__}")
 
 
@@ -145,6 +151,13 @@ def _options(trace: Trace, policy: str = "pytorch", capacity: Optional[Bytes] = 
     return options
 
 
+def _recorded_capacity(options: Any) -> List[str]:
+    """Without a capacity, the cap the trace recorded (memreplay.torch, `import --capacity`) goes into
+    `options`, as the CLI's replay, compare, advise and report do; the line that says so, if any."""
+    note = _core.use_recorded_capacity(options)
+    return [note] if note else []
+
+
 def policies() -> List[Dict[str, Optional[str]]]:
     """Every registered policy (plugins loaded so far included), as `memreplay policies --json` lists
     them: name, description, options, reserves_up_front and models_torch_version (None where none)."""
@@ -164,11 +177,13 @@ def replay(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
     from_empty_pool: of a trace that starts mid-run (recording began with memory allocated), only the
     run's own allocations are replayed, from an empty pool: what was allocated or cached before is
     left out, so the numbers do not depend on it."""
-    t = load(trace)
+    t = load(trace, capacity=capacity)
+    options = _options(t, policy, capacity, device, trace_device, lenient, keep_going, time_operations,
+                       from_empty_pool)
     with _naming(t.path):
-        out = _core.replay(_options(t, policy, capacity, device, trace_device, lenient, keep_going, time_operations,
-                                    from_empty_pool))
-    _warn(out["warnings"])
+        notes = _recorded_capacity(options)
+        out = _core.replay(options)
+    _warn(notes + out["warnings"])
     return ReplayResult(out["result"])
 
 
@@ -183,12 +198,13 @@ def compare(trace: TraceLike, policies: Optional[Sequence[str]] = None, capacity
     _positive(max_call_ratio, "max_call_ratio")
     if isinstance(policies, str):
         raise TypeError("memreplay.compare: policies is a list of specs, e.g. ['pytorch', 'bfc']")
-    t = load(trace)
+    t = load(trace, capacity=capacity)
     specs = [spec if spec == "all" else _policy(spec) for spec in (policies or [])]
+    options = _options(t, "pytorch", capacity, device, trace_device, lenient, keep_going, time_operations)
     with _naming(t.path):
-        out = _core.compare(_options(t, "pytorch", capacity, device, trace_device, lenient, keep_going,
-                                     time_operations), specs, float(max_call_ratio))
-    _warn(out["warnings"])
+        notes = _recorded_capacity(options)
+        out = _core.compare(options, specs, float(max_call_ratio))
+    _warn(notes + out["warnings"])
     return Comparison(out["result"])
 
 
@@ -200,7 +216,7 @@ def fit(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] = N
     capacity fits), found as `memreplay fit` finds it: `grid` capacities between the requested and
     the reserved peak, then bisections down to `resolution`. With `capacity`: whether it fits there
     (result.fits) and, if not, the first allocation that fails, with its stack (result.oom)."""
-    t = load(trace)
+    t = load(trace, capacity=capacity)
     if not 2 <= grid <= 4096:
         raise ValueError(f"grid {grid}: expected 2 to 4096 capacities")
     options = _options(t, policy, capacity, device, trace_device, lenient)
@@ -214,7 +230,7 @@ def fits(trace: TraceLike, capacity: Bytes, policy: str = "pytorch", *, device: 
          trace_device: int = 0, lenient: bool = False) -> bool:
     """Whether the trace replays under `policy` without running out of memory at `capacity` (bytes,
     "24GB"): one capped replay that stops at the first OOM."""
-    t = load(trace)
+    t = load(trace, capacity=capacity)
     with _naming(t.path):
         return _core.fits(_options(t, policy, capacity, device, trace_device, lenient))
 
@@ -235,13 +251,14 @@ def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
     its numbers. `policy` is the setting the job runs with now; fit=False skips the capacity search;
     no setting making more than `max_call_ratio` times the current one's device calls is advised."""
     _positive(max_call_ratio, "max_call_ratio")
-    t = load(trace)
+    t = load(trace, capacity=capacity)
     options = _options(t, policy, capacity, device, trace_device, lenient)
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "advice from part of a run would mislead (allow_incomplete=True to advise anyway)")
+        notes = _recorded_capacity(options)
         out = _core.advise(options, fit, float(max_call_ratio))
-    _warn(out["warnings"])
+    _warn(notes + out["warnings"])
     return Advice(out["result"], out["text"])
 
 
@@ -262,10 +279,10 @@ def check(traces: Union[TraceLike, Sequence[TraceLike], Mapping[str, TraceLike]]
     fell, a trace that requested nothing. Returns a CheckResult, true when it passed, its
     regressions one line each; junit, markdown and json are written as the CLI writes them."""
     if isinstance(traces, Mapping) and not _is_snapshot(traces):
-        named = [(name, load(t)) for name, t in traces.items()]
+        named = [(name, load(t, capacity=capacity)) for name, t in traces.items()]
     else:
         items = [traces] if isinstance(traces, (str, os.PathLike, Mapping, Trace)) else list(traces)
-        named = [(None, load(t)) for t in items]
+        named = [(None, load(t, capacity=capacity)) for t in items]
     request = _core.CheckRequest()
     inputs = []
     for name, t in named:
@@ -318,14 +335,15 @@ def report(trace: TraceLike, path: "str | os.PathLike[str]", policies: Optional[
     `policies` is the current setting (default: pytorch and pytorch:expandable_segments:True), whose
     device calls the star's `max_call_ratio` multiplies. Returns the path."""
     _positive(max_call_ratio, "max_call_ratio")
-    t = load(trace)
+    t = load(trace, capacity=capacity)
     options = _options(t, "pytorch", capacity, device, trace_device, lenient)
     specs = [_policy(p) for p in (policies or [])]
     with _naming(t.path):
         _core.refuse_incomplete_trace(t.path, allow_incomplete,
                                       "no report written (allow_incomplete=True to draw what it holds)")
+        notes = _recorded_capacity(options)
         out = _core.report(options, specs, float(max_call_ratio))
-    _warn(out["warnings"])
+    _warn(notes + out["warnings"])
     return _write(path, out["html"].encode())
 
 

@@ -154,6 +154,15 @@ void bind_replays(py::module_& m) {
       .def_readwrite("timeline_points", &ReplayOptions::timeline_points)
       .def_readwrite("time_operations", &ReplayOptions::time_operations)
       .def_readwrite("from_empty_pool", &ReplayOptions::from_empty_pool);
+  m.def(
+      "use_recorded_capacity",
+      [](ReplayOptions& options) {
+        py::gil_scoped_release release;
+        return use_recorded_capacity(options);
+      },
+      py::arg("options"),
+      "Without options.capacity: sets it to the cap the trace recorded and returns the line that says so; "
+      "else (or none recorded) None.");
   m.def("replay", &replay, py::arg("options"), "{'result': what `memreplay replay --json` writes, 'warnings': [...]}.");
   m.def("compare", &compare, py::arg("options"), py::arg("policies"), py::arg("max_call_ratio"),
         "{'result': what `memreplay compare --json` writes, 'warnings': [...]}.");

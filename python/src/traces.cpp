@@ -2,12 +2,14 @@
 // snapshot or RMM log file, or from the snapshot dict in memory) into a temporary folder that the
 // TraceFile owns and removes with it. And what `memreplay info` says of one.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "proto/framing.h"
 #include "proto/input_error.h"
@@ -16,6 +18,7 @@
 #include "python/src/bindings.h"
 #include "python/src/snapshot_dict.h"
 #include "recorder/import/import.h"
+#include "replayer/retry_reading_sink.h"
 #include "replayer/trace_summary.h"
 
 namespace memreplay::python {
@@ -86,17 +89,25 @@ std::unique_ptr<TraceFile> open_trace(const std::string& path) {
   return std::make_unique<TraceFile>(path, false);
 }
 
-std::unique_ptr<TraceFile> import_file(const std::string& input, const std::string& name) {
+// `capacity`: the recorded run's cap, under which open bursts are settled (retry_reading_sink.h).
+std::unique_ptr<TraceFile> import_file(const std::string& input, const std::string& name,
+                                       std::optional<uint64_t> capacity) {
   return import_into_folder(name, [&](const std::string& path) {
     py::gil_scoped_release release;
-    import_to_trace_file(input, path);
+    if (!capacity) return (void)import_to_trace_file(input, path);
+    TraceWriter writer(path, import_writer_options());
+    RetryReadingSink capped(writer, *capacity);
+    memreplay::import_file(input, capped);
   });
 }
 
-std::unique_ptr<TraceFile> import_dict(py::dict snapshot, const std::string& source, const std::string& name) {
+std::unique_ptr<TraceFile> import_dict(py::dict snapshot, const std::string& source, const std::string& name,
+                                       std::optional<uint64_t> capacity) {
   return import_into_folder(name, [&](const std::string& path) {
     TraceWriter writer(path, import_writer_options());
-    import_snapshot_dict(snapshot.ptr(), source, writer);
+    if (!capacity) return import_snapshot_dict(snapshot.ptr(), source, writer);
+    RetryReadingSink capped(writer, *capacity);
+    import_snapshot_dict(snapshot.ptr(), source, capped);
   });
 }
 
@@ -118,11 +129,13 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("owned", &TraceFile::owned, "whether it is a temporary file removed with this object");
   m.def("is_trace_file", &is_trace_file, py::arg("path"), "Whether the file begins as a .mrt trace does.");
   m.def("open_trace", &open_trace, py::arg("path"), "A .mrt file, its framing checked.");
-  m.def("import_file", &import_file, py::arg("input"), py::arg("name"),
-        "A snapshot pickle (any compression) or RMM log imported into a temporary NAME.mrt.");
+  m.def("import_file", &import_file, py::arg("input"), py::arg("name"), py::arg("capacity") = py::none(),
+        "A snapshot pickle (any compression) or RMM log imported into a temporary NAME.mrt; with `capacity` (the "
+        "run's cap, bytes) as `memreplay import --capacity`.");
   m.def("import_dict", &import_dict, py::arg("snapshot"), py::arg("source"), py::arg("name"),
+        py::arg("capacity") = py::none(),
         "The dict torch.cuda.memory._snapshot() returns, imported into a temporary NAME.mrt as its pickle "
-        "would be; `source` is the header's source_file and names it in errors.");
+        "would be; `source` is the header's source_file and names it in errors; `capacity` as for import_file.");
   m.def("trace_info", &trace_info, py::arg("path"), "What `memreplay info --json` says of the trace.");
 }
 

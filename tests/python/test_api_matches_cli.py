@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 import memreplay
-from conftest import REAL, cli_json, run_cli
+from conftest import REAL, REPO, cli_json, run_cli
 
 POLICIES = ["pytorch", "pytorch:expandable_segments:True", "pytorch:max_split_size_mb:64", "bfc", "passthrough"]
 
@@ -151,3 +151,21 @@ def test_a_plugin_loaded_by_path_replays_as_through_the_cli(imported):
     cli = cli_json("replay", trace, "--plugin", plugin, "--policy", name)
     assert untimed(memreplay.replay(trace, policy=name).to_dict()) == untimed(cli)
     assert untimed(memreplay.replay(trace, policy=str(plugin)).to_dict()) == untimed(cli)
+
+
+def test_a_snapshot_loaded_under_its_runs_cap_replays_as_the_cli_does(tmp_path):
+    # The capped pool job with a retry right after a free, without stacks (tests/data/pools): under
+    # the job's cap its bursts are read as the allocator's retries, as `import --capacity` reads them.
+    snapshot = REPO / "tests" / "data" / "pools" / "capped_retry.retry_after_free.pickle.xz"
+    cap = 867416960
+    assert memreplay.replay(snapshot, capacity=cap).num_alloc_retries == 2
+    assert memreplay.replay(memreplay.load(snapshot), capacity=cap).num_alloc_retries == 1  # rule 3, no cap known
+    run_cli("import", snapshot, "-o", tmp_path / "capped.mrt", "--capacity", f"{cap}B")
+    trace = memreplay.load(snapshot, capacity=cap)
+    # Its trace records the cap: a replay without one runs under it, and says so.
+    with pytest.warns(memreplay.MemreplayWarning, match="replayed under the per-process cap the run recorded"):
+        r = memreplay.replay(trace)
+    assert (r["capacity"], r.num_alloc_retries) == (cap, 2)
+    theirs = cli_json("replay", tmp_path / "capped.mrt")
+    assert {k: v for k, v in untimed(r.to_dict()).items() if k != "trace"} == \
+        {k: v for k, v in untimed(theirs).items() if k != "trace"}
