@@ -83,6 +83,42 @@ class TraceHeader(unittest.TestCase):
         self.assertEqual(pairs["setting:expandable_segments"], "True")
         self.assertEqual(pairs["setting:max_split_size"], "-1")
 
+    def test_the_header_records_each_devices_cap_apart_from_its_memory(self):
+        import memreplay.torch
+
+        total, allowed = 150109880320, 867416960  # the capped pool job's H200 and cap
+
+        class Props:
+            name = "NVIDIA H200"
+            total_memory = total
+
+        class CappedTorch(FakeTorch):
+            class cuda:
+                @staticmethod
+                def device_count():
+                    return 2
+
+                @staticmethod
+                def get_device_properties(index):
+                    return Props
+
+                class memory:
+                    @staticmethod
+                    def get_per_process_memory_fraction(index):
+                        # torch's getMemoryFraction: allowed_memory_maximum / total, 1.0 without a cap
+                        return allowed / total if index == 0 else 1.0
+
+        pairs = memreplay.torch._header(CappedTorch, False, {})
+        self.assertIn(("device", f"0;{total};NVIDIA H200"), pairs)
+        self.assertIn(("device_cap", f"0;{allowed}"), pairs)  # the allocator's bytes, exactly
+        self.assertEqual([p for p in pairs if p[0] == "device_cap"], [("device_cap", f"0;{allowed}")])
+
+        class OldTorch(CappedTorch):  # before torch 2.8: no get_per_process_memory_fraction
+            class cuda(CappedTorch.cuda):
+                memory = object()
+
+        self.assertFalse([p for p in memreplay.torch._header(OldTorch, False, {}) if p[0] == "device_cap"])
+
 
 if __name__ == "__main__":
     unittest.main()

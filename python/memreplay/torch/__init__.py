@@ -12,7 +12,10 @@ free_completed, segment_alloc/free/map/unmap, oom, snapshot, on every device, wi
 time and requested size, whether or not torch.cuda.memory._record_memory_history is on (the
 allocator's trace tracker sees them all). Turn history on with stacks, e.g.
 torch.cuda.memory._record_memory_history(stacks="python"), and each entry's stack is recorded too.
-torch.cuda.empty_cache() calls are recorded as empty_cache events, so a replay does them too.
+torch.cuda.empty_cache() calls are recorded as empty_cache events, so a replay does them too. The
+per-process cap (torch.cuda.set_per_process_memory_fraction, read with torch 2.8's
+get_per_process_memory_fraction) goes into the trace's header, so a replay runs under it unless
+told another; set it before recording starts (a change while recording is only reported).
 
 The trace is written while the job runs, chunk by chunk, at least every flush_interval seconds:
 a job killed even with SIGKILL leaves a trace that reads back whole but for its last moments.
@@ -84,6 +87,28 @@ def _flatten_settings(value, prefix: str = "", depth: int = 0, out=None) -> dict
     return out
 
 
+def _memory_fraction(torch, index: int):
+    """The caching allocator's per-process fraction on device `index` (1.0 without a cap), or None
+    where torch cannot say (torch.cuda.get_per_process_memory_fraction is torch 2.8 or later)."""
+    get = getattr(torch.cuda.memory, "get_per_process_memory_fraction", None)
+    if get is None:
+        return None
+    try:
+        return float(get(index))
+    except Exception:  # another allocator backend, a device that is gone
+        return None
+
+
+def _cap_bytes(torch, index: int, total_memory: int):
+    """The per-process cap on device `index` in bytes, the allocator's allowed_memory_maximum: torch
+    reports it as a fraction of the total memory (set_per_process_memory_fraction), computed from
+    those bytes, so the nearest integer is exact. None without a cap, or where torch cannot say."""
+    fraction = _memory_fraction(torch, index)
+    if fraction is None or not 0.0 <= fraction < 1.0:
+        return None
+    return round(fraction * total_memory)
+
+
 def _header(torch, starts_mid_run: bool, snapshot: dict) -> list:
     pairs = [("source", "pytorch-live"), ("command_line", " ".join(sys.argv))]
     if starts_mid_run:
@@ -91,6 +116,9 @@ def _header(torch, starts_mid_run: bool, snapshot: dict) -> list:
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
         pairs.append(("device", f"{index};{props.total_memory};{props.name}"))
+        cap = _cap_bytes(torch, index, props.total_memory)
+        if cap is not None:
+            pairs.append(("device_cap", f"{index};{cap}"))
     for key, value in _flatten_settings(snapshot.get("allocator_settings") or {}).items():
         pairs.append((f"setting:{key}", value))
     # The release, under the header key every trace command compares with the release a policy
@@ -195,6 +223,40 @@ def _record_empty_cache(original):
     return empty_cache
 
 
+def _warn_cap_change(original):
+    """set_per_process_memory_fraction during a recording: the trace's header holds the cap at the
+    start only, so say what to give a replay instead."""
+    def set_per_process_memory_fraction(fraction, device=None):
+        result = original(fraction, device)
+        recording = _active
+        if recording is not None and recording.active:
+            try:
+                import torch
+
+                index = device if isinstance(device, int) else None if device is None else torch.device(device).index
+                index = torch.cuda.current_device() if index is None else index
+                cap = _cap_bytes(torch, index, torch.cuda.get_device_properties(index).total_memory)
+                given = f"--capacity {cap}B" if cap is not None else "no --capacity"
+                _say(f"set_per_process_memory_fraction({fraction}) while recording to {recording.path}: its "
+                     f"header holds the cap the recording started with; replay device {index} with {given} (set "
+                     f"the fraction before recording starts to have it recorded)")
+            except Exception:  # never the job's problem
+                pass
+        return result
+
+    set_per_process_memory_fraction.__wrapped__ = original
+    set_per_process_memory_fraction.__doc__ = original.__doc__
+    return set_per_process_memory_fraction
+
+
+def _hook_cap_change(torch) -> None:
+    if getattr(torch.cuda.memory.set_per_process_memory_fraction, "__wrapped__", None) is not None:
+        return
+    wrapped = _warn_cap_change(torch.cuda.memory.set_per_process_memory_fraction)
+    torch.cuda.memory.set_per_process_memory_fraction = wrapped
+    torch.cuda.set_per_process_memory_fraction = wrapped
+
+
 def _hook_empty_cache(torch) -> None:
     if getattr(torch.cuda.memory.empty_cache, "__wrapped__", None) is not None:
         return
@@ -231,6 +293,7 @@ def start(path: str, *, chunk_events: int = 16384, flush_interval: float = 0.5,
                  f"state then ({n_segments} segments, {n_blocks} live blocks)")
         native.set_current(handle)
         _hook_empty_cache(torch)
+        _hook_cap_change(torch)
     except RecorderUnavailable as e:
         _say(f"not recording to {path}: {e}")
         return Recording(path)
