@@ -161,9 +161,9 @@ LiveAllocator& allocator_for(int device) {
     if (g_settings.record_library.empty())
       throw std::runtime_error("a trace was asked for (" + g_settings.trace +
                                ") but no recording library: set MEMREPLAY_RECORD_LIB to libmemreplay_record.so");
-    g_trace = new LiveTrace(
-        g_settings.trace, g_settings.record_library,
-        LiveTraceHeader{g_settings.policy, static_cast<uint32_t>(device), made.device->total_memory(), made.name});
+    g_trace = new LiveTrace(g_settings.trace, g_settings.record_library,
+                            LiveTraceHeader{g_settings.policy, static_cast<uint32_t>(device),
+                                            made.device->total_memory(), made.name, made.device->capacity()});
   }
   auto* allocator = new LiveAllocator(std::move(made.device), g_settings.policy, std::move(made.order), g_trace);
   g_device = device;

@@ -12,8 +12,10 @@ LiveTrace::LiveTrace(const std::string& path, const std::string& record_library,
   if (const std::string error = library_->load(record_library); !error.empty()) throw std::runtime_error(error);
   const std::string device =
       std::to_string(header.device_index) + ";" + std::to_string(header.total_memory) + ";" + header.device_name;
-  const std::vector<const char*> pairs = {"source",       "memreplay-live",           "device",
-                                          device.c_str(), "setting:memreplay_policy", header.policy_spec.c_str()};
+  std::vector<const char*> pairs = {"source",       "memreplay-live",           "device",
+                                    device.c_str(), "setting:memreplay_policy", header.policy_spec.c_str()};
+  const std::string cap = header.cap ? std::to_string(header.device_index) + ";" + std::to_string(*header.cap) : "";
+  if (header.cap) pairs.insert(pairs.end(), {"device_cap", cap.c_str()});
   char error[512] = {};
   recorder_ = library_->open(path.c_str(), pairs.data(), pairs.size() / 2, nullptr, error, sizeof error);
   if (recorder_ == nullptr) throw std::runtime_error("cannot record to " + path + ": " + error);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "replayer/live/allocation_observer.h"
@@ -22,6 +23,7 @@ struct LiveTraceHeader {
   uint32_t device_index = 0;
   uint64_t total_memory = 0;
   std::string device_name;
+  std::optional<uint64_t> cap;  // the per-process cap the policy serves under (the header's device cap)
 };
 
 class LiveTrace final : public AllocationObserver {

@@ -222,6 +222,38 @@ TEST_P(LiveAllocatorReplay, ASimulatorReplayOfTheRunsTraceMakesTheSameCalls) {
   EXPECT_EQ(metrics.ooms, live["num_ooms"]);
 }
 
+// A capped run records its cap in the trace header: its replay, given no capacity, runs under it
+// and retries where the run retried.
+TEST_F(LiveAllocatorReplay, ACappedRunsTraceReplaysUnderTheCapItRecorded) {
+  const std::string trace_path = path("capped.mrt");
+  const uint64_t cap = 96_MiB;
+  StreamOrderLog log;
+  std::map<std::string, uint64_t> live;
+  {
+    LiveTrace trace(trace_path, MEMREPLAY_RECORD_LIB,
+                    LiveTraceHeader{"pytorch", 0, SimDevice::Options{}.total_memory, "simulated", cap});
+    auto allocator = make_allocator("pytorch", log, cap, &trace);
+    std::vector<uint64_t> held;
+    for (uint64_t step = 0; step < 40; ++step) {  // growing tensors: old segments stay cached, then a retry
+      for (uint64_t i = 0; i < 3; ++i)
+        if (const auto block = allocator->allocate((10 + step) * 1_MiB / 2, kStreamA)) held.push_back(*block);
+      for (const uint64_t block : held) ASSERT_TRUE(allocator->free(block));
+      held.clear();
+    }
+    live = allocator->stats();
+    ASSERT_TRUE(trace.close());
+  }
+  ASSERT_GT(live["num_alloc_retries"], 0u);
+  ReplayOptions replay;
+  replay.trace_path = trace_path;
+  ASSERT_TRUE(use_recorded_capacity(replay).has_value());
+  EXPECT_EQ(replay.capacity, cap);
+  const ReplayMetrics metrics = run_replay(replay);
+  EXPECT_EQ(metrics.alloc_retries, live["num_alloc_retries"]);
+  EXPECT_EQ(metrics.reserved_peak, live["reserved_bytes.all.peak"]);
+  EXPECT_EQ(metrics.device_free_calls, live["num_device_free"]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, LiveAllocatorReplay,
                          ::testing::Values("memreplay", "bfc", "pytorch", "pytorch:expandable_segments:True"),
                          [](const auto& info) {
