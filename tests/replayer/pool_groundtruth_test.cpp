@@ -144,9 +144,10 @@ TEST(PoolImport, RetryBurstsAreNotInferredAsEmptyCache) {
 
 // Where a snapshot recorded stacks, they tell a release-and-retry from an empty_cache (rule 0 of
 // recorder/import/empty_cache_inference.h). The capped job with a 512-byte alloc and free put right
-// before its first retry burst (tests/data/pools/make_stack_variants.py): without stacks the burst
-// follows a free and is read as an empty_cache, so the replay under the job's cap counts one retry
-// fewer than the job (the documented bound); with the stacks PyTorch records (the releases carry
+// before its first retry burst (tests/data/pools/make_stack_variants.py): without stacks, imported
+// without the job's cap, the burst follows a free and is read as an empty_cache, so the replay under
+// the cap counts one retry fewer than the job (the documented bound; imported under the cap, it is
+// settled: retry_reading_test.cpp); with the stacks PyTorch records (the releases carry
 // the stack of the malloc that retried) it is a retry, and the replay is the job's own run, its 2
 // retries included. With empty_cache()'s own stack on empty_cache_steps' bursts, all 3 are found.
 TEST(PoolImport, RecordedStacksTellARetryAfterAFreeFromAnEmptyCache) {
