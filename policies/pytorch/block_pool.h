@@ -50,6 +50,14 @@ struct CacheBlock {
   bool mapped = true;  // false only for unmapped ranges of expandable segments
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
+  // Links this block into its segment's chain between `before` and `after` (either may be null),
+  // as PyTorch's Block::splice.
+  void splice(CacheBlock* before, CacheBlock* after) {
+    if (before != nullptr) before->next = this;
+    prev = before;
+    if (after != nullptr) after->prev = this;
+    next = after;
+  }
 };
 
 using BlockArena = detail::BlockArena<CacheBlock>;

@@ -16,15 +16,6 @@ uint64_t saturating_add(uint64_t a, uint64_t b) {
   return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b;
 }
 
-// Links `block` into its segment's chain right after `before` (which may be null) and before
-// `after`, as PyTorch's Block::splice.
-void splice(CacheBlock* block, CacheBlock* before, CacheBlock* after) {
-  if (before != nullptr) before->next = block;
-  block->prev = before;
-  if (after != nullptr) after->prev = block;
-  block->next = after;
-}
-
 }  // namespace
 
 CachingAllocatorPolicy::CachingAllocatorPolicy(const AllocConfig& config, Device& device)
@@ -181,7 +172,7 @@ CacheBlock* CachingAllocatorPolicy::alloc_found_block(const AllocParams& p, uint
     CacheBlock* remaining = block;
     block = arena_.make(remaining->address, p.size, p.stream, &pool);
     block->segment = remaining->segment;
-    splice(block, remaining->prev, remaining);
+    block->splice(remaining->prev, remaining);
     remaining->address += p.size;
     remaining->size -= p.size;
     pool.insert_into_blocks(remaining);
@@ -439,7 +430,7 @@ bool CachingAllocatorPolicy::map_block(CacheBlock* to_map, uint64_t size) {
         arena_.make(to_map->address + mapped.size, to_map->size - mapped.size, to_map->stream, &pool);
     remaining->mapped = false;
     remaining->segment = to_map->segment;
-    splice(remaining, to_map, to_map->next);
+    remaining->splice(to_map, to_map->next);
     pool.unmapped.insert(remaining);
     to_map->size = mapped.size;
   }
@@ -476,14 +467,14 @@ void CachingAllocatorPolicy::unmap_block(CacheBlock* block) {
   if (before > 0) {
     CacheBlock* before_free = arena_.make(block->address, before, block->stream, &pool);
     before_free->segment = block->segment;
-    splice(before_free, block->prev, block);
+    before_free->splice(block->prev, block);
     pool.insert_into_blocks(before_free);
   }
   const uint64_t after = block->size - (before + unmapped.size);
   if (after > 0) {
     CacheBlock* after_free = arena_.make(unmapped.address + unmapped.size, after, block->stream, &pool);
     after_free->segment = block->segment;
-    splice(after_free, block, block->next);
+    after_free->splice(block, block->next);
     pool.insert_into_blocks(after_free);
   }
   block->address = unmapped.address;
@@ -503,84 +494,6 @@ void CachingAllocatorPolicy::release_expandable_segment(CacheBlock* block) {
     expandable_segments_.erase(it);
   }
   arena_.destroy(block);
-}
-
-// ---- a trace that starts mid-run ----------------------------------------------------------------
-
-std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment(uint64_t bytes, StreamId stream) {
-  return adopt_segment_into(bytes, stream, small_blocks_, large_blocks_);
-}
-
-std::optional<uint64_t> CachingAllocatorPolicy::do_adopt_segment_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
-  PrivatePool& owner = private_pool(pool);
-  return adopt_segment_into(bytes, stream, owner.small_blocks, owner.large_blocks);
-}
-
-std::optional<uint64_t> CachingAllocatorPolicy::adopt_segment_into(uint64_t bytes, StreamId stream, BlockPool& small,
-                                                                   BlockPool& large) {
-  const auto address = device_.malloc(bytes);
-  if (!address) return std::nullopt;
-  // Small-pool segments are 2 MiB; large-pool ones are at least 10 MiB.
-  BlockPool& pool = bytes <= kSmallBuffer ? small : large;
-  stats_.segment.increase(1);
-  if (bytes >= config_.max_split_size) stats_.oversize_segments.increase(1);
-  pool.insert_into_blocks(arena_.make(*address, bytes, stream, &pool));
-  return address;
-}
-
-std::optional<Block> CachingAllocatorPolicy::do_adopt_block(uint64_t address, uint64_t size, uint64_t requested,
-                                                            StreamId stream) {
-  // The free block holding [address, address + size), in whichever pool adopted its segment:
-  // adoption is rare, a linear search will do.
-  CacheBlock* host = nullptr;
-  std::vector<BlockPool*> pools = {&small_blocks_, &large_blocks_};
-  for (auto& [_, owner] : private_pools_) pools.insert(pools.end(), {&owner->small_blocks, &owner->large_blocks});
-  for (BlockPool* pool : pools) {
-    for (auto& entry : pool->blocks) {
-      const CacheBlock* b = &entry;
-      if (b->stream == stream && b->address <= address && address + size <= b->address + b->size) {
-        host = &entry;
-        break;
-      }
-    }
-    if (host != nullptr) break;
-  }
-  if (host == nullptr || size == 0) return std::nullopt;
-
-  BlockPool& pool = *host->pool;
-  pool.blocks.erase(host);
-  int64_t net_blocks = host->is_split() ? -1 : 0;
-  int64_t net_bytes = host->is_split() ? -static_cast<int64_t>(host->size) : 0;
-  if (address > host->address) {  // free front remainder
-    CacheBlock* front = arena_.make(host->address, address - host->address, host->stream, &pool);
-    splice(front, host->prev, host);
-    host->address = address;
-    host->size -= front->size;
-    pool.insert_into_blocks(front);
-    net_blocks += 1;
-    net_bytes += static_cast<int64_t>(front->size);
-  }
-  if (host->size > size) {  // free tail remainder
-    CacheBlock* tail = arena_.make(address + size, host->size - size, host->stream, &pool);
-    splice(tail, host, host->next);
-    host->size = size;
-    pool.insert_into_blocks(tail);
-    net_blocks += 1;
-    net_bytes += static_cast<int64_t>(tail->size);
-  }
-  record_inactive_split(net_blocks, net_bytes);
-
-  CacheBlock* block = host;
-  block->allocated = true;
-  block->requested = requested;
-  stats_.allocation.increase(1);
-  stats_.allocated_bytes.increase(size);
-  stats_.active.increase(1);
-  stats_.active_bytes.increase(size);
-  stats_.requested_bytes.increase(requested);
-  if (size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
-  live_.insert(address, block);
-  return Block{address, size};
 }
 
 namespace {
