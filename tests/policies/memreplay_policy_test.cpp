@@ -38,8 +38,8 @@ namespace {
 // vit_infer_varbatch moves of cached pages that each batch size's blocks find in holes of the
 // wrong size (docs/memreplay-policy.md, "Where the calls go").
 const std::map<std::string, uint64_t> kKnownCallsGaps = {
-    {"gpt2_generate.default", 74}, {"gpt2_train.capped", 138},          {"gpt2_train.default", 138},
-    {"gpt2_train.stacks", 138},    {"vit_infer_varbatch.default", 230},
+    {"gpt2_generate.default", 74},
+    {"vit_infer_varbatch.default", 217},
 };
 
 // Device calls after the second step where there are any: the ring-buffer trace starts mid-run,
@@ -168,11 +168,11 @@ TEST(VmmArenaPlacement, ABlockGoesWhereItsRemainderCanGrowUnlessAHoleFitsItExact
 // step), WHEN it runs 12 steps, THEN after the second step the policy makes no device call (no
 // unmap, no map) and its reserved peak does not grow: a step that repeats one that already
 // reached the reserved peak maps what it needs up to that peak instead of moving cached pages
-// (an unmap that waits for the GPU, and a map). With the reclaim line at 1/52 above the live
-// high-water mark alone, the same workload makes 23 unmaps and 16 maps after its second step.
-// Not every periodic workload reaches zero: of 30 generated as this one is (other seeds), the
-// rule lowered the calls after the second step on 22 and by 24% in all; this one guards the
-// mechanism, not a bound.
+// (an unmap that waits for the GPU, and a map). With the reclaim line at 1/53 above the live
+// high-water mark alone, the same workload makes 23 unmaps and 16 maps after its second step (as
+// it did at 1/52). Not every periodic workload reaches zero: of 30 generated as this one is (other
+// seeds), the rule lowered the calls after the second step on 22 and by 24% in all (measured with
+// the line at 1/52); this one guards the mechanism, not a bound.
 TEST(MemreplayPolicySteadyState, APeriodicWorkloadMovesNoPageAfterItsSecondStep) {
   uint64_t x = 7 * 0x9E3779B97F4A7C15ull;  // xorshift64: the same workload every run
   const auto next = [&x](uint64_t n) {
