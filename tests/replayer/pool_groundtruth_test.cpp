@@ -1,8 +1,10 @@
 // Private pools and release-and-retry against PyTorch's real allocator: the jobs of
-// tools/gpu/pool_jobs.py, captured on an H200 with torch 2.11 (tests/data/pools/, see its README):
-// two CUDA graphs sharing a pool, a MemPool KV cache, make_graphed_callables,
-// torch.compile(mode="reduce-overhead"), capped varying-shape training that needs alloc retries,
-// and a job that calls empty_cache. Each snapshot is imported, then replayed with the pytorch
+// tools/gpu/pool_job_workloads.py, captured with torch 2.11 (tests/data/pools/, see its README):
+// two CUDA graphs sharing a pool (with eager work between captures and replays; and that pool
+// released before the snapshot), a MemPool KV cache, make_graphed_callables, torch.compile in
+// reduce-overhead and default mode, capped training that needs alloc retries (recorded without
+// stacks), jobs that call empty_cache, variable-length training with checkpointing and a
+// variable-resolution CNN. Each snapshot is imported, then replayed with the pytorch
 // policy under the configs PyTorch's own replay ran (tests/data/pools/replay/JOB.CONFIG.json).
 #include <gtest/gtest.h>
 
@@ -29,8 +31,13 @@ using testing::read_json;
 
 fs::path pool_data(const std::string& name = "") { return testing::source_dir() / "tests/data/pools" / name; }
 
-constexpr const char* kJobs[] = {"graphs_shared_pool",      "mempool_kv_cache", "graphed_callables",
-                                 "compile_reduce_overhead", "capped_retry",     "empty_cache_steps"};
+constexpr const char* kJobs[] = {"graphs_shared_pool",      "mempool_kv_cache",     "graphed_callables",
+                                 "compile_reduce_overhead", "capped_retry",         "empty_cache_steps",
+                                 "graphs_eager_between",    "graphs_pool_released", "compile_default_training",
+                                 "capped_varlen",           "varlen_checkpointing", "varres_fcn"};
+// Jobs with PyTorch's replays under the seven configs in replay/ (and, run under a cap, under it).
+constexpr size_t kJobsWithRows = std::size(kJobs);
+constexpr size_t kCappedJobs = 2;  // capped_retry, capped_varlen
 
 // The job's snapshot imported once per test process.
 std::string pool_trace(const std::string& job) { return testing::imported_file(pool_data(job + ".pickle.xz")); }
@@ -60,8 +67,8 @@ std::vector<std::string> replay_rows() {
 
 TEST(PoolGroundTruthData, HasEveryJobAndRow) {
   for (const char* job : kJobs) EXPECT_TRUE(fs::exists(pool_data(std::string(job) + ".pickle.xz"))) << job;
-  // 6 jobs x 7 configs, and the capped job under its own cap.
-  EXPECT_EQ(replay_rows().size(), 6u * 7u + 1u) << "*.json in " << pool_data("replay");
+  // Every job x 7 configs, and each capped job under its own cap.
+  EXPECT_EQ(replay_rows().size(), kJobsWithRows * 7 + kCappedJobs) << "*.json in " << pool_data("replay");
 }
 
 TEST(PoolImport, PrivatePoolsAreNamedInTheHeaderWithTheirKind) {
@@ -239,8 +246,7 @@ TEST_P(PoolLiveRecorder, TraceReplaysToTheJobsOwnStats) {
   EXPECT_EQ(private_allocs > 0, !live["pools_made"].empty()) << "the tracker records each allocation's pool";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllJobs, PoolLiveRecorder,
-                         ::testing::ValuesIn(std::vector<std::string>(std::begin(kJobs), std::end(kJobs))));
+INSTANTIATE_TEST_SUITE_P(AllJobs, PoolLiveRecorder, ::testing::ValuesIn(captured_jobs()), testing::RowNamePrinter());
 
 // A live trace names its pools in annotations, not in its header (written before any pool
 // exists): its pool assignment is checked all the same. memreplay.torch's trace of the MemPool job

@@ -51,7 +51,8 @@ def replay_entries(torch, entries, pools=None, empty_cache_before=()):
     """Replays `alloc` / `free_completed` entries through the real allocator: `torch.empty` on the
     entry's stream (handle 0 is the default stream, each other one a stream of its own), inside
     `use_mem_pool` of one MemPool per recorded private pool (`pools[i]`, (0, 0) the default), the
-    tensor dropped at `free_completed`; empty_cache() before the entries named. Stops at the first
+    tensor dropped at `free_completed`; empty_cache() before the entries named (index len(entries):
+    after the last). Stops at the first
     OutOfMemoryError. Returns (live tensors, streams, mempools, index of the OOM or None, seconds)."""
     streams, mempools, live = {}, {}, {}
     oom_at = None
@@ -79,6 +80,8 @@ def replay_entries(torch, entries, pools=None, empty_cache_before=()):
         except torch.OutOfMemoryError:
             oom_at = index
             break
+    if oom_at is None and len(entries) in empty_cache_before:  # an empty_cache after the last entry
+        torch.cuda.empty_cache()
     torch.cuda.synchronize()
     return live, streams, mempools, oom_at, time.perf_counter() - start
 

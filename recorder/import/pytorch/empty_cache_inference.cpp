@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include <absl/container/flat_hash_set.h>
+
 namespace memreplay {
 namespace {
 
@@ -163,12 +165,14 @@ std::vector<ReleaseRun> infer_empty_cache(const AllocatorState& initial, std::sp
   const uint64_t peak = reserved_peak(initial, trace, done);
   ReservedBytes reserved = initial_reserved(initial);  // before entry i
   const auto pool_of = [&](size_t i) { return pools.empty() ? kDefaultPool : pools[i]; };
+  absl::flat_hash_set<uint16_t> grown_pools;  // the private pools that have had a segment so far
   TraceWindows windows(done, trace.size());
   for (size_t i = 0; i < trace.size();) {
     windows.forward(i);
     if (!is_release(trace[i].kind)) {
       reserved.apply(trace[i]);
       occupancy.apply(trace[i], pool_of(i));
+      if (is_growth(trace[i].kind) && pool_of(i) != kDefaultPool) grown_pools.insert(pool_of(i));
       ++i;
       continue;
     }
@@ -182,13 +186,16 @@ std::vector<ReleaseRun> infer_empty_cache(const AllocatorState& initial, std::sp
     const bool after_free =
         i > 0 && (trace[i - 1].kind == EventKind::free_completed || trace[i - 1].kind == EventKind::free_requested);
     const bool grows = end < trace.size() && is_growth(trace[end].kind);
-    const bool retry = !after_free && grows && reserved.now + trace[end].size > peak;
+    // torch.cuda.graph() empties the cache right before its capture begins, so a run followed at
+    // once by the first segment of a private pool opens a capture: its empty_cache, not a retry.
+    const bool opens_capture = grows && pool_of(end) != kDefaultPool && !grown_pools.contains(pool_of(end));
+    const bool retry = !after_free && !opens_capture && grows && reserved.now + trace[end].size > peak;
     const std::optional<bool> said = stacks ? stacks_say(*stacks, trace, i, end) : std::nullopt;
     if (said) {
       if (*said) found.push_back({.first = i});
     } else if (occupancy.run_releases_all_free(run) && !oom_ahead.at(end)) {
       // Rules 1 and 2 hold: an empty_cache, unless the device allocation that follows is a retry's.
-      const bool open = grows && oom_ahead.stop() < trace.size();
+      const bool open = grows && !opens_capture && oom_ahead.stop() < trace.size();
       if (open || !retry)
         found.push_back(
             {.first = i, .empty_cache = !retry, .next_alloc = open ? oom_ahead.stop() : ReleaseRun::kSettled});

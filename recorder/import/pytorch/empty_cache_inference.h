@@ -23,7 +23,9 @@
 //      apart in practice is what came just before: empty_cache() is called between steps, after
 //      tensors were dropped (the run follows a free_requested / free_completed), while a retry
 //      happens inside an allocation in the middle of the work. So a run right after a free is an
-//      empty_cache.
+//      empty_cache. So is a run followed at once by the first segment of a private pool: that is
+//      a capture beginning, and torch.cuda.graph() empties the cache right before it begins (a
+//      capture is often taken just after warm-up, at the reserved peak, after no free).
 // The free_completed entries that empty_cache's stream synchronisation produces come before the
 // run and are ordinary trace events; the inferred empty_cache goes right before the first
 // release, so a replay sees those blocks completed, as the real call did.

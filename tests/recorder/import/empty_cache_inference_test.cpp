@@ -1,6 +1,7 @@
-// Rule 1 of the empty_cache inference (empty_cache_inference.h) with private pools: a run of
-// segment frees is an empty_cache when it releases every entirely free segment of the default
-// pool; a CUDA graph's pool keeps its free segments while the graph lives.
+// The empty_cache inference (empty_cache_inference.h) with private pools: a run of segment frees
+// is an empty_cache when it releases every entirely free segment of the default pool (a CUDA
+// graph's pool keeps its free segments while the graph lives), and a run that a capture's first
+// segment follows is the empty_cache torch.cuda.graph() runs before capturing, not a retry.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -63,6 +64,47 @@ TEST(EmptyCacheInferenceWithPools, AFreeDefaultSegmentLeftInPlaceStillRefutesIt)
   GraphThenEagerThenCapture job;
   job.pools[0] = job.pools[1] = job.pools[2] = job.pools[3] = 0;
   EXPECT_TRUE(empty_caches(infer_empty_cache({}, job.trace, nullptr, {}, job.pools)).empty());
+}
+
+// Warm-up eager work reaches the reserved peak (a 16 MiB and an 8 MiB segment) and drops the
+// 8 MiB tensor; the graph's static input is allocated last, so torch.cuda.graph()'s empty_cache
+// comes right after an alloc, at the peak, and the capture's first segment (pool 1) follows at once.
+struct CaptureAtThePeak {
+  std::vector<TraceStep> trace = {
+      step(EventKind::segment_alloc, 100 * kMiB, 16 * kMiB),  // 0: warm-up
+      step(EventKind::alloc, 100 * kMiB, 8 * kMiB),
+      step(EventKind::segment_alloc, 200 * kMiB, 8 * kMiB),
+      step(EventKind::alloc, 200 * kMiB, 8 * kMiB),
+      step(EventKind::free_requested, 200 * kMiB, 8 * kMiB),
+      step(EventKind::free_completed, 200 * kMiB, 8 * kMiB),
+      step(EventKind::alloc, 108 * kMiB, 4 * kMiB),  // 6: the graph's static input: no free last
+      step(EventKind::segment_free, 200 * kMiB, 8 * kMiB),  // 7: the capture's empty_cache
+      step(EventKind::segment_alloc, 300 * kMiB, 10 * kMiB),  // 8: the capture's first segment
+      step(EventKind::alloc, 300 * kMiB, 10 * kMiB),
+  };
+  std::vector<uint16_t> pools = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+};
+
+// GIVEN a run at the reserved peak, after no free, that the first segment of a private pool
+// follows, THEN it is the capture's empty_cache, settled (no cap can make it a retry).
+TEST(EmptyCacheInferenceWithPools, ARunThatACapturesFirstSegmentFollowsIsItsEmptyCache) {
+  const CaptureAtThePeak job;
+  const std::vector<ReleaseRun> runs = infer_empty_cache({}, job.trace, nullptr, {}, job.pools);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].first, 7u);
+  EXPECT_TRUE(runs[0].empty_cache);
+  EXPECT_FALSE(runs[0].open());
+}
+
+// GIVEN the same run followed by a default-pool segment (no capture), THEN rule 3 reads it as a
+// release-and-retry, left open for a sink that knows the cap.
+TEST(EmptyCacheInferenceWithPools, TheSameRunBeforeADefaultPoolSegmentIsReadAsARetry) {
+  CaptureAtThePeak job;
+  job.pools.assign(job.pools.size(), 0);
+  const std::vector<ReleaseRun> runs = infer_empty_cache({}, job.trace, nullptr, {}, job.pools);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(runs[0].empty_cache);
+  EXPECT_TRUE(runs[0].open());
 }
 
 }  // namespace
