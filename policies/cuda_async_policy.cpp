@@ -6,6 +6,7 @@
 //                          device keeps that, with its live allocations: no map here).
 //   empty_cache()       -> synchronize + cudaMemPoolTrimTo(pool, 0).
 //   stream events       -> forwarded: the pool follows event dependencies for cross-stream reuse.
+//   allocate in a private pool (a CUDA graph's capture) -> graph memory outside the pool (below).
 // The pool's reserved/used high-water marks (ReservedMemHigh / UsedMemHigh, what PyTorch reports
 // as reserved/allocated peak) are measured by the Device; stats() says to report them. The pool
 // itself is real on CudaDevice and SimAsyncPool's documented model on SimDevice.
@@ -22,6 +23,8 @@
 // Capacity: the Device caps what the pool reserves (as for every policy: the memory this process
 // may hold). PyTorch's own check for this backend, used + n > limit, is weaker and implied by it.
 #include <string>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "policies/detail/policy_options.h"
 #include "policies/registry.h"
@@ -41,9 +44,26 @@ class CudaAsyncPolicy final : public Policy {
     return Block{*address, bytes};
   }
 
+  // A CUDA graph's capture. PyTorch puts what a capture allocates in the graph's private pool;
+  // under backend:cudaMallocAsync those are cudaMallocAsync calls on the capturing stream, which
+  // the driver serves from the graph's own memory, not from the pool: ReservedMem and UsedMem (so
+  // max_memory_reserved/allocated) leave them out (measured: a job's UsedMemHigh is the requested
+  // peak of its default-pool allocations alone, to the byte). Here each is a device malloc of its
+  // own: the process's footprint counts it, the pool's figures do not.
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
+    if (pool == 0) return do_allocate(bytes, stream);
+    const auto address = device_.malloc(bytes);
+    if (!address) return std::nullopt;
+    graph_blocks_.insert(*address);
+    return Block{*address, bytes};
+  }
+
   // Freed on its allocation stream, as CUDAMallocAsyncAllocator does, whichever stream frees it;
   // false for an address the pool does not hold live.
-  bool do_free(uint64_t address, StreamId) override { return device_.pool_free_async(address); }
+  bool do_free(uint64_t address, StreamId) override {
+    if (graph_blocks_.erase(address) != 0) return device_.free(address);
+    return device_.pool_free_async(address);
+  }
 
   void do_empty_cache() override { device_.pool_trim(0); }
 
@@ -58,6 +78,7 @@ class CudaAsyncPolicy final : public Policy {
   }
 
   Device& device_;
+  absl::flat_hash_set<uint64_t> graph_blocks_;  // live allocations of a capture, outside the pool
 };
 
 PoolConfig parse_options(std::string_view text) {

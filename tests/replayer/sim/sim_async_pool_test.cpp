@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "base/units.h"
 #include "policies/registry.h"
@@ -282,6 +284,43 @@ TEST(SimAsyncPoolCalibration, EverySharedTraceWithinThreePercentOrOneChunkOfItsL
     const double tolerance = std::max(0.03 * live_reserved, double(kChunk));
     EXPECT_NEAR(double(run_replay(request).reserved_peak), live_reserved, tolerance) << workload;
   }
+}
+
+// The pool jobs (tests/data/pools/, captured on an H100 with torch 2.11), each also run under
+// backend:cudaMallocAsync (JOB.asyncpool.json): their memreplay.torch traces (which know every
+// allocation's pool) replayed with cuda_async. UsedMemHigh is the requested peak of what did not go
+// to a graph's capture, to the byte: a capture's allocations come from graph memory, not the pool.
+// ReservedMemHigh within 3% or one chunk of the live run, except where kAsyncModelGaps lists the
+// model's measured error (the driver's placement on variable-shape training, which the model
+// underestimates): that list is a ceiling that must stay true.
+const std::map<std::string, double> kAsyncModelGaps = {
+    {"capped_varlen", -0.097}, {"varlen_checkpointing", -0.032}, {"varres_fcn", -0.189}};
+
+TEST(SimAsyncPoolCalibration, PoolJobsAgainstTheirLiveAsyncpoolRuns) {
+  const std::filesystem::path pools = testing::source_dir() / "tests/data/pools";
+  size_t runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(pools)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(".asyncpool.json")) continue;
+    const std::string job = name.substr(0, name.size() - std::string(".asyncpool.json").size());
+    SCOPED_TRACE(job);
+    const auto live = testing::read_json(entry.path());
+    ReplayOptions request;
+    request.trace_path = (pools / "live" / (job + ".live.mrt")).string();
+    request.policy_spec = "cuda_async";
+    const ReplayMetrics m = run_replay(request);
+    EXPECT_EQ(m.policy_stats.at("pool_used_mem_high"), live["max_memory_allocated"].get<uint64_t>());
+    const double live_reserved = live["max_memory_reserved"].get<double>();
+    const double model = static_cast<double>(m.policy_stats.at("pool_reserved_mem_high"));
+    const double error = (model - live_reserved) / live_reserved;
+    if (const auto gap = kAsyncModelGaps.find(job); gap != kAsyncModelGaps.end()) {
+      EXPECT_NEAR(error, gap->second, 0.002) << "the measured error changed: update kAsyncModelGaps";
+    } else {
+      EXPECT_NEAR(model, live_reserved, std::max(0.03 * live_reserved, double(kChunk)));
+    }
+    ++runs;
+  }
+  EXPECT_EQ(runs, 7u) << "*.asyncpool.json in " << pools;
 }
 
 }  // namespace
