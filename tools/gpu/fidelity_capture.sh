@@ -17,9 +17,11 @@
 #     policy-traces  the three workloads of live_policy_job.py under memreplay.torch.use_policy
 #                 ("memreplay"), each recording its trace ($OUT/policy_traces): the input for
 #                 studying the policy's device calls in steady state on the development machine
-#     frameworks  CuPy without its pool, CuPy's pool and JAX with the platform allocator, each
-#                 under `memreplay record --malloc-as alloc`, then `info --json` and a replay
-#                 ($OUT/frameworks)
+#     frameworks  CuPy without its pool and JAX with the platform allocator under `memreplay
+#                 record --malloc-as alloc`, CuPy's pool and JAX's BFC allocator under plain
+#                 `memreplay record`, then `info --json` and a replay of each ($OUT/frameworks)
+#     rows        PyTorch's replays of the committed snapshots of FIDELITY_ROW_JOBS under the seven
+#                 configs (tools/gpu/pool_jobs.py --reuse tests/data/pools: $OUT/rows)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 JOBS=${FIDELITY_JOBS:-graphs_eager_between,graphs_pool_released,compile_default_training,capped_varlen,models_in_turn,varlen_checkpointing,varres_fcn}
@@ -99,10 +101,10 @@ for stage in "$@"; do
       progress "frameworks"
       fw=$out/frameworks
       mkdir -p "$fw"
-      record() {  # NAME ENV... -- : one job under the interposer, then info and a replay of its trace
-        local name=$1
-        shift
-        env "$@" "$PWD/$build/tools/memreplay" record --malloc-as alloc -o "$fw/$name.mrt" -- \
+      record() {  # NAME MALLOC_AS ENV...: one job under the interposer, then info and a replay of its trace
+        local name=$1 malloc_as=$2
+        shift 2
+        env "$@" "$PWD/$build/tools/memreplay" record --malloc-as "$malloc_as" -o "$fw/$name.mrt" -- \
           python3 tools/gpu/frameworks_job.py "${name%%.*}" "$fw/$name.job.json" >"$fw/$name.record.log" 2>&1
         echo "$name: record exit $?"
         memreplay info "$fw/$name.mrt" --json >"$fw/$name.info.json" 2>"$fw/$name.info.err"
@@ -110,12 +112,19 @@ for stage in "$@"; do
         memreplay replay "$fw/$name.mrt" --policy pytorch --json "$fw/$name.replay.json" >"$fw/$name.replay.txt" 2>&1
         echo "$name: replay exit $?"
       }
-      record cupy-plain LD_LIBRARY_PATH="$PWD/$build/live-libs"
-      record cupy-pool LD_LIBRARY_PATH="$PWD/$build/live-libs"
-      record jax.platform XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false \
-        LD_LIBRARY_PATH="$PWD/$build/live-libs"
-      record jax.default XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$PWD/$build/live-libs"
+      libs=LD_LIBRARY_PATH="$PWD/$build/live-libs"
+      # The guides' recipes: per-buffer allocators with --malloc-as alloc, pools as they are.
+      record cupy-plain alloc "$libs"
+      record cupy-pool segment "$libs"
+      record jax.platform alloc XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false "$libs"
+      record jax.default segment XLA_PYTHON_CLIENT_PREALLOCATE=false "$libs"
       for f in "$fw"/*.info.txt; do echo "== $f"; head -30 "$f"; done
+      ;;
+    rows)
+      progress "replay rows: ${FIDELITY_ROW_JOBS:-models_in_turn}"
+      PYTHONUNBUFFERED=1 python3 tools/gpu/pool_jobs.py --out "$out/rows" --jobs "${FIDELITY_ROW_JOBS:-models_in_turn}" \
+        --reuse tests/data/pools --parallel 4 >"$out/rows.log" 2>&1 || progress "rows exited $?"
+      grep "^replay" "$out/rows.log" | cut -c1-200
       ;;
     *) echo "unknown stage: $stage" >&2 ;;
   esac
