@@ -1,0 +1,170 @@
+// The `memreplay` policy against its targets on the traces that live jobs recorded with it as
+// their allocator (tests/data/live_policy: GPT-2-like and ResNet-18 training, ViT inference at
+// varying batches, 55 steps each, on an H100):
+//   reserved peak  <= 1.02 x requested peak
+//   device calls   <= max(PyTorch default's, ceil(1.25 x the floor with one page of slack)),
+//                     as on the shared traces (memreplay_policy_test.cpp)
+//   a training trace makes no device call after its second step
+// These traces carry no optimizer-step markers: a step is the period of the sequence of requested
+// sizes (the shortest that the last three periods repeat exactly), and the periodic part begins
+// at the earliest allocation from which every size equals the one a period later; "after the
+// second step" is after two periods of it. A training trace is one with at least 10 such steps
+// (gpt, resnet18; vit_infer repeats its cycle of batch sizes 5 times).
+// Where a target is missed (docs/memreplay-policy.md, "The live-policy traces"), kKnownGaps holds
+// the measured figure as a ceiling (a regression fails) and the test asserts that the target is
+// still missed (so that the list stays true).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/trace_reader.h"
+#include "replayer/replay_runner.h"
+#include "replayer/replay_session.h"
+#include "tests/support/growth_bound.h"
+#include "tests/support/test_support.h"
+
+namespace memreplay {
+namespace {
+
+std::filesystem::path live_policy_dir() { return testing::source_dir() / "tests/data/live_policy"; }
+
+std::vector<std::string> live_traces() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(live_policy_dir()))
+    if (entry.path().extension() == ".mrt") names.push_back(entry.path().stem().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Measured where a target is missed: the reserved ratio in parts per 10,000, the device calls
+// (maps + unmaps), the calls after the second step. 0: not a gap.
+struct Gaps {
+  uint64_t reserved_per_10k = 0;
+  uint64_t calls = 0;
+  uint64_t calls_after_step_2 = 0;
+};
+const std::map<std::string, Gaps> kKnownGaps = {
+    // 300 maps + 712 unmaps, 911 of them after the second step: every step moves cached pages
+    // to place its 64 MiB blocks at the peak; pages that live blocks share with holes hold the
+    // reserved peak at 1.04 x.
+    {"gpt", {10402, 1012, 911}},
+    // 183 maps + 152 unmaps, 292 after the second step.
+    {"resnet18", {10634, 335, 292}},
+    // 74 maps + 17 unmaps, against a bound of 62 (PyTorch makes 34).
+    {"vit_infer", {0, 91, 0}},
+};
+
+// Device calls after every allocation of a replay, and the allocations' requested sizes.
+struct AllocCalls {
+  std::vector<uint64_t> sizes;
+  std::vector<uint64_t> calls_after;
+};
+
+AllocCalls replay_counting_allocs(const ReplayOptions& options) {
+  TraceReader reader(options.trace_path);
+  auto [device, policy] = make_replay_target(reader, options);
+  ReplaySession session(*policy, *device, options);
+  AllocCalls out;
+  std::vector<Event> batch;
+  uint64_t index = 0;
+  while (reader.next_batch(batch)) {
+    for (const Event& event : batch) {
+      session.feed(event, index++);
+      if (event.device != options.trace_device || event.kind != EventKind::alloc) continue;
+      const DeviceCounters& c = device->counters();
+      out.sizes.push_back(event.size);
+      out.calls_after.push_back(c.malloc_calls + c.map_calls + c.free_calls + c.unmap_calls);
+    }
+  }
+  return out;
+}
+
+struct Period {
+  size_t length = 0;  // allocations per step (0: not periodic)
+  size_t start = 0;  // the first allocation of the periodic part
+};
+
+Period find_period(const std::vector<uint64_t>& sizes) {
+  const size_t n = sizes.size();
+  for (size_t length = 2; 4 * length <= n; ++length) {
+    bool repeats = true;
+    for (size_t i = n - 3 * length; i < n && repeats; ++i) repeats = sizes[i] == sizes[i - length];
+    if (!repeats) continue;
+    size_t start = n - length;
+    while (start > 0 && sizes[start - 1] == sizes[start - 1 + length]) --start;
+    return Period{length, start};
+  }
+  return {};
+}
+
+TEST(MemreplayLiveTraces, EveryLivePolicyTraceIsCovered) {
+  EXPECT_EQ(live_traces(), (std::vector<std::string>{"gpt", "resnet18", "vit_infer"}));
+}
+
+class MemreplayLiveTargets : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MemreplayLiveTargets, ReservedCallsAndSteadyState) {
+  ReplayOptions options;
+  options.trace_path = (live_policy_dir() / (GetParam() + ".memreplay.mrt")).string();
+  options.policy_spec = "pytorch";
+  const ReplayMetrics pytorch = run_replay(options);
+  options.policy_spec = "memreplay";
+  const ReplayMetrics ours = run_replay(options);
+  ASSERT_FALSE(ours.oom_at_event);
+  const Gaps gaps = kKnownGaps.count(GetParam()) ? kKnownGaps.at(GetParam()) : Gaps{};
+
+  const double reserved_ratio = static_cast<double>(ours.reserved_peak) / static_cast<double>(ours.requested_peak);
+  if (gaps.reserved_per_10k == 0) {
+    EXPECT_LE(reserved_ratio, 1.02) << "reserved peak target";
+  } else {
+    EXPECT_LE(reserved_ratio, gaps.reserved_per_10k / 10000.0) << "reserved peak ceiling";
+    EXPECT_GT(reserved_ratio, 1.02) << "the reserved target is met now: take it off kKnownGaps";
+  }
+
+  const uint64_t our_calls = ours.device_alloc_calls + ours.device_free_calls;
+  const uint64_t their_calls = pytorch.device_alloc_calls + pytorch.device_free_calls;
+  const std::vector<uint64_t> live = testing::live_curve(read_lifetimes(options.trace_path));
+  const uint64_t page_slack_floor = testing::min_growth_calls(live, 2u << 20);
+  const uint64_t bound = std::max(their_calls, (5 * page_slack_floor + 3) / 4);
+  if (gaps.calls == 0) {
+    EXPECT_LE(our_calls, bound) << "device calls";
+  } else {
+    EXPECT_LE(our_calls, gaps.calls) << "device calls ceiling";
+    EXPECT_GT(our_calls, bound) << "the calls target is met now: take it off kKnownGaps";
+  }
+
+  const AllocCalls allocs = replay_counting_allocs(options);
+  ASSERT_EQ(allocs.calls_after.back(), our_calls) << "the counting replay is the same replay";
+  const Period period = find_period(allocs.sizes);
+  ASSERT_GT(period.length, 0u);
+  const size_t steps = (allocs.sizes.size() - period.start) / period.length;
+  const bool training = steps >= 10;
+  EXPECT_EQ(training, GetParam() != "vit_infer") << "training traces: gpt and resnet18";
+  const uint64_t after_step_2 = training ? our_calls - allocs.calls_after[period.start + 2 * period.length - 1] : 0;
+  if (gaps.calls_after_step_2 == 0) {
+    EXPECT_EQ(after_step_2, 0u) << "device calls after the second step";
+  } else {
+    EXPECT_LE(after_step_2, gaps.calls_after_step_2) << "device calls after the second step: ceiling";
+    EXPECT_GT(after_step_2, 0u) << "no call after step 2 now: take it off kKnownGaps";
+  }
+
+  std::printf(
+      "%-10s %zu allocations, period %zu from %zu (%zu steps) | reserved %.4f x | memreplay %llu (%llu + %llu) | "
+      "pytorch %llu | floor (one page) %llu | bound %llu | after step 2: %s\n",
+      GetParam().c_str(), allocs.sizes.size(), period.length, period.start, steps, reserved_ratio,
+      static_cast<unsigned long long>(our_calls), static_cast<unsigned long long>(ours.device_alloc_calls),
+      static_cast<unsigned long long>(ours.device_free_calls), static_cast<unsigned long long>(their_calls),
+      static_cast<unsigned long long>(page_slack_floor), static_cast<unsigned long long>(bound),
+      training ? std::to_string(after_step_2).c_str() : "(not training)");
+}
+
+INSTANTIATE_TEST_SUITE_P(LivePolicyTraces, MemreplayLiveTargets, ::testing::ValuesIn(live_traces()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace memreplay
