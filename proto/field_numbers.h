@@ -28,7 +28,14 @@ namespace pool_field {
 enum : uint32_t { id = 1, kind = 2, torch_id_first = 3, torch_id_second = 4, name = 5 };
 }
 namespace device_field {
-enum : uint32_t { index = 1, name = 2, total_memory = 3, cap_bytes = 4 };
+enum : uint32_t {
+  index = 1,
+  name = 2,
+  total_memory = 3,
+  cap_bytes = 4,
+  segments_of_unknown_pool = 5,
+  allocations_of_unknown_pool = 6
+};
 }
 // The key and value of every map entry (allocator_settings, events_per_kind).
 namespace map_entry_field {

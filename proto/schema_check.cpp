@@ -29,7 +29,9 @@ static_assert(same(proto::PoolInfo::kIdFieldNumber, pool_field::id) &&
 static_assert(same(proto::DeviceInfo::kIndexFieldNumber, device_field::index) &&
               same(proto::DeviceInfo::kNameFieldNumber, device_field::name) &&
               same(proto::DeviceInfo::kTotalMemoryFieldNumber, device_field::total_memory) &&
-              same(proto::DeviceInfo::kCapBytesFieldNumber, device_field::cap_bytes));
+              same(proto::DeviceInfo::kCapBytesFieldNumber, device_field::cap_bytes) &&
+              same(proto::DeviceInfo::kSegmentsOfUnknownPoolFieldNumber, device_field::segments_of_unknown_pool) &&
+              same(proto::DeviceInfo::kAllocationsOfUnknownPoolFieldNumber, device_field::allocations_of_unknown_pool));
 
 namespace c = chunk_field;
 using Chunk = proto::Chunk;

@@ -42,6 +42,8 @@ std::string encode_header(const TraceHeaderFields& h) {
     wire::text(device, device_field::name, wire::valid_utf8(d.name));
     wire::scalar(device, device_field::total_memory, d.total_memory);
     wire::scalar(device, device_field::cap_bytes, d.cap_bytes);
+    wire::scalar(device, device_field::segments_of_unknown_pool, d.segments_of_unknown_pool);
+    wire::scalar(device, device_field::allocations_of_unknown_pool, d.allocations_of_unknown_pool);
     wire::bytes(out, devices, device);
   }
   // Sorted by key, as protobuf's deterministic serialization sorts a map. Of keys that are equal

@@ -50,6 +50,8 @@ struct TraceHeaderFields {
     std::string name;
     uint64_t total_memory = 0;
     uint64_t cap_bytes = 0;  // the run's per-process cap (trace.proto's DeviceInfo); 0: none known
+    uint64_t segments_of_unknown_pool = 0;  // a snapshot's segments of unknown pool (DeviceInfo)
+    uint64_t allocations_of_unknown_pool = 0;
   };
   std::string source;
   std::string source_file;

@@ -87,7 +87,8 @@ TraceHeaderFields header_fields(const proto::TraceHeader& h) {
   fields.command_line = h.command_line();
   fields.pid = h.pid();
   for (const proto::DeviceInfo& d : h.devices())
-    fields.devices.push_back({d.index(), d.name(), d.total_memory(), d.cap_bytes()});
+    fields.devices.push_back({d.index(), d.name(), d.total_memory(), d.cap_bytes(), d.segments_of_unknown_pool(),
+                              d.allocations_of_unknown_pool()});
   for (const auto& [key, value] : h.allocator_settings()) fields.allocator_settings.emplace(key, value);
   fields.producer = h.producer();
   fields.starts_mid_run = h.starts_mid_run();

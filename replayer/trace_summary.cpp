@@ -196,9 +196,12 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
     for (const auto& s : d.top_stacks_at_peak)
       top.push_back({{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(reader, s.stack)}});
     std::string name;
-    uint64_t total = 0, cap = 0;
+    uint64_t total = 0, cap = 0, unknown_segments = 0, unknown_allocations = 0;
     for (const auto& info : h.devices())
-      if (info.index() == d.device) name = info.name(), total = info.total_memory(), cap = info.cap_bytes();
+      if (info.index() == d.device) {
+        name = info.name(), total = info.total_memory(), cap = info.cap_bytes();
+        unknown_segments = info.segments_of_unknown_pool(), unknown_allocations = info.allocations_of_unknown_pool();
+      }
     const auto& start = d.starting_state;
     nlohmann::json pools = nlohmann::json::object();
     if (!summary.pools.empty() || d.pools.size() > 1)
@@ -220,6 +223,7 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
                        {"inferred_per_kind", d.inferred_per_kind},
                        {"failed_per_kind", d.failed_per_kind},
                        {"pools", pools},
+                       {"pool_unknown", {{"segments", unknown_segments}, {"allocations", unknown_allocations}}},
                        {"streams", d.streams},
                        {"duration_ns", d.last_time_ns - d.first_time_ns},
                        {"peak_requested_bytes", d.peak_requested_bytes},

@@ -16,7 +16,7 @@ namespace {
 TEST(TraceSchema, HasNoFieldTheEncodersDoNotWrite) {
   EXPECT_EQ(proto::TraceHeader::descriptor()->field_count(), 12);
   EXPECT_EQ(proto::PoolInfo::descriptor()->field_count(), 5);
-  EXPECT_EQ(proto::DeviceInfo::descriptor()->field_count(), 4);
+  EXPECT_EQ(proto::DeviceInfo::descriptor()->field_count(), 6);
   EXPECT_EQ(proto::Chunk::descriptor()->field_count(), 19);
   EXPECT_EQ(proto::Frame::descriptor()->field_count(), 3);
   EXPECT_EQ(proto::Stack::descriptor()->field_count(), 1);

@@ -428,5 +428,37 @@ TEST(PoolInfo, TheCliListsALiveTracesPools) {
   fs::remove_all(dir);
 }
 
+// What a snapshot cannot know, said: the segments of a graph pool released before the snapshot
+// (graphs_pool_released: its first pool's graphs dropped and the cache emptied) are counted in the
+// header, and info says so; a job whose pools all live at the snapshot, and a live trace, count none.
+TEST(PoolInfo, SegmentsFreedBeforeTheSnapshotAreCountedAsOfUnknownPool) {
+  const auto unknown_of = [](const std::string& trace) {
+    TraceReader reader(trace);
+    const proto::DeviceInfo& d = reader.header().devices(0);
+    return std::pair(d.segments_of_unknown_pool(), d.allocations_of_unknown_pool());
+  };
+  // 24 device frees in the job: its released pool's segments and the eager segments the
+  // empty_cache calls freed, none of them named by the snapshot.
+  EXPECT_EQ(unknown_of(pool_trace("graphs_pool_released")), std::pair(uint64_t{24}, uint64_t{207}));
+  EXPECT_EQ(unknown_of(pool_trace("graphs_eager_between")).first, 3u);
+  EXPECT_EQ(unknown_of(pool_trace("mempool_kv_cache")), std::pair(uint64_t{0}, uint64_t{0}));
+  EXPECT_EQ(unknown_of(pool_data("live/graphs_pool_released.live.mrt").string()), std::pair(uint64_t{0}, uint64_t{0}));
+
+  const auto dir = fs::temp_directory_path() / ("memreplay-poolunknown-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string snapshot = pool_data("graphs_pool_released.pickle.xz").string();
+  const auto json_run = testing::run_memreplay("info --json - " + snapshot, dir);
+  ASSERT_EQ(json_run.status, 0) << json_run.err;
+  const json unknown = json::parse(json_run.out)["devices"][0]["pool_unknown"];
+  EXPECT_EQ(unknown["segments"], 24);
+  EXPECT_EQ(unknown["allocations"], 207);
+  const auto table = testing::run_memreplay("info " + snapshot, dir);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("pool unknown: 24 segments freed before the snapshot was taken, holding 207 allocations"),
+            std::string::npos)
+      << table.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace memreplay

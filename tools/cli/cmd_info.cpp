@@ -82,6 +82,12 @@ void print_summary(const nlohmann::json& s) {
                   format_bytes(p["peak_reserved_bytes"].get<uint64_t>()).c_str(),
                   format_bytes(p["peak_requested_bytes"].get<uint64_t>()).c_str());
     }
+    if (const auto& unknown = d["pool_unknown"]; unknown["segments"].get<uint64_t>() > 0)
+      std::printf(
+          "  pool unknown: %llu segments freed before the snapshot was taken, holding %llu allocations, are read as\n"
+          "  the default pool (the snapshot names the pools of the segments it still holds only; a graph or MemPool\n"
+          "  pool released before it is one such); the live recorder (memreplay.torch) records every pool\n",
+          unknown["segments"].get<unsigned long long>(), unknown["allocations"].get<unsigned long long>());
     if (!d["peak_reserved_bytes"].is_null())
       std::printf("  recorded reserved peak: %s (%llu bytes; the segments the allocator held)\n",
                   format_bytes(d["peak_reserved_bytes"].get<uint64_t>()).c_str(),

@@ -40,7 +40,11 @@ class SnapshotOutput {
       // store when every segment is in the default pool).
       const auto& segments = c_.devices[d].final_state.segments;
       if (std::any_of(segments.begin(), segments.end(), [](const SegmentState& s) { return s.pool != kDefaultPool; })) {
-        pools_[d] = assign_pools(c_.devices[d].final_state, spool.steps(), nullptr, done);
+        PoolAssignmentCounts unknown;
+        pools_[d] = assign_pools(c_.devices[d].final_state, spool.steps(), &unknown, done);
+        proto::DeviceInfo& info = *c_.header.mutable_devices(static_cast<int>(d));
+        info.set_segments_of_unknown_pool(unknown.segments_of_unknown_pool);
+        info.set_allocations_of_unknown_pool(unknown.allocations_of_unknown_pool);
         spool.release_all();
       }
     }
