@@ -60,9 +60,17 @@ uint64_t round_up(uint64_t n, uint64_t unit) { return (n + unit - 1) / unit * un
 
 }  // namespace
 
-SimAsyncPool::SimAsyncPool(uint64_t base_address) : base_(base_address), end_(base_address) {}
+SimAsyncPool::SimAsyncPool(uint64_t base_address)
+    : huge_(new SimAsyncPool(base_address + kSeparateRangeOffset, OneRange{})),
+      base_(base_address),
+      end_(base_address) {}
 
 std::optional<uint64_t> SimAsyncPool::allocate(uint64_t bytes, StreamId stream, uint64_t growth_room) {
+  if (bytes >= kSeparateRequestBytes) return huge_->allocate_here(bytes, stream, growth_room);
+  return allocate_here(bytes, stream, growth_room);
+}
+
+std::optional<uint64_t> SimAsyncPool::allocate_here(uint64_t bytes, StreamId stream, uint64_t growth_room) {
   const uint64_t span = bytes >= kLargeRequestBytes ? round_up(bytes, kLargeRounding)
                                                     : round_up(std::max<uint64_t>(bytes, 1), kAlignment);
   Piece* range = best_fit(span, stream);
@@ -128,7 +136,9 @@ bool SimAsyncPool::grow(uint64_t span, StreamId stream, uint64_t growth_room) {
   return true;
 }
 
-bool SimAsyncPool::free(uint64_t address) {
+bool SimAsyncPool::free(uint64_t address) { return free_here(address) || huge_->free_here(address); }
+
+bool SimAsyncPool::free_here(uint64_t address) {
   const std::optional<Piece*> taken = live_.take(address);
   if (!taken) return false;
   Piece* piece = *taken;
@@ -198,6 +208,11 @@ void SimAsyncPool::share(Piece* range) {
 }
 
 void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait) {
+  stream_event_here(stream, event_id, is_wait);
+  huge_->stream_event_here(stream, event_id, is_wait);
+}
+
+void SimAsyncPool::stream_event_here(StreamId stream, uint64_t event_id, bool is_wait) {
   if (!is_wait) {
     events_[event_id] = {stream, seq_};
     return;
@@ -214,17 +229,27 @@ void SimAsyncPool::stream_event(StreamId stream, uint64_t event_id, bool is_wait
 
 void SimAsyncPool::synchronize() {
   share_all_free();
-  if (reserved_ > config_.release_threshold) release_free_chunks(config_.release_threshold);
+  huge_->share_all_free();
+  if (reserved_bytes() > config_.release_threshold) release_both(config_.release_threshold);
 }
 
 void SimAsyncPool::trim(uint64_t keep_bytes) {
   share_all_free();
-  release_free_chunks(keep_bytes);
+  huge_->share_all_free();
+  release_both(keep_bytes);
+}
+
+void SimAsyncPool::release_both(uint64_t keep_bytes) {
+  huge_->release_free_chunks(keep_bytes > reserved_ ? keep_bytes - reserved_ : 0);
+  const uint64_t huge = huge_->reserved_bytes();
+  release_free_chunks(keep_bytes > huge ? keep_bytes - huge : 0);
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> SimAsyncPool::chunk_ranges() const {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const uint64_t chunk : chunks_) {
+  std::vector<uint64_t> chunks(chunks_.begin(), chunks_.end());
+  if (huge_) chunks.insert(chunks.end(), huge_->chunks_.begin(), huge_->chunks_.end());
+  for (const uint64_t chunk : chunks) {
     if (!ranges.empty() && ranges.back().second == chunk)
       ranges.back().second += kChunkBytes;
     else
@@ -237,6 +262,8 @@ std::vector<SimAsyncPool::FreeRangeView> SimAsyncPool::free_ranges() const {
   std::vector<FreeRangeView> ranges;
   for (const Piece* piece = pieces_.first(); piece != nullptr; piece = piece->next)
     if (piece->is_free) ranges.push_back({piece->address, piece->end(), piece->stream});
+  if (huge_)
+    for (const FreeRangeView& range : huge_->free_ranges()) ranges.push_back(range);
   return ranges;
 }
 
