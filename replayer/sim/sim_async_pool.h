@@ -2,8 +2,9 @@
 // (cudaMemPool_t behind cudaMallocFromPoolAsync / cudaFreeAsync), for SimDevice.
 //
 // The driver's placement rules are not published; this model is calibrated on the live
-// backend:cudaMallocAsync runs (shared/groundtruth/runs/*.asyncpool.json, H200, driver 580):
-// see "Calibration" in sim_async_pool.cpp, and CudaDevice measures the real pool.
+// backend:cudaMallocAsync runs (shared/groundtruth/runs/*.asyncpool.json, H200, driver 580, and
+// tests/data/pools/*.asyncpool.json, H100, CUDA 13): see "Calibration" in sim_async_pool.cpp, and
+// CudaDevice measures the real pool.
 //
 // Physical memory. The pool is one range of addresses that grows at its top by whole chunks of
 // kChunkBytes (32 MiB): only the shortfall of the request over the free range at the top (if
