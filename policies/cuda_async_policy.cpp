@@ -15,11 +15,11 @@
 // reuse_allow_opportunistic, reuse_allow_internal_dependencies (True|False|true|false, default
 // True, the driver's defaults).
 // What the simulator's pool model (replayer/sim_async_pool.h) cannot know: the driver does not
-// publish its placement rules, so the model is fitted to five live runs (reserved peak within one
-// 32 MiB chunk of each); the GPU work between allocations, which decides when a cross-stream free
+// publish its placement rules, so the model is fitted to twelve live runs (reserved peak within
+// 3% or one 32 MiB chunk of each); the GPU work between allocations, which decides when a cross-stream free
 // may be reused in a live run (a replay launches none, so the model treats every free as complete
 // at the next allocation); the driver's late merging of freed neighbours (the real pool replaying
-// the same trace reserves 4-38% more than the live run); and driver versions other than 580.
+// the same trace reserves 4-38% more than the live run); and drivers other than those measured.
 // Capacity: the Device caps what the pool reserves (as for every policy: the memory this process
 // may hold). PyTorch's own check for this backend, used + n > limit, is weaker and implied by it.
 #include <string>

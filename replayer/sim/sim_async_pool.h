@@ -2,8 +2,9 @@
 // (cudaMemPool_t behind cudaMallocFromPoolAsync / cudaFreeAsync), for SimDevice.
 //
 // The driver's placement rules are not published; this model is calibrated on the live
-// backend:cudaMallocAsync runs (shared/groundtruth/runs/*.asyncpool.json, H200, driver 580):
-// see "Calibration" in sim_async_pool.cpp, and CudaDevice measures the real pool.
+// backend:cudaMallocAsync runs (shared/groundtruth/runs/*.asyncpool.json, H200, driver 580, and
+// tests/data/pools/*.asyncpool.json, H100, CUDA 13): see "Calibration" in sim_async_pool.cpp, and
+// CudaDevice measures the real pool.
 //
 // Physical memory. The pool is one range of addresses that grows at its top by whole chunks of
 // kChunkBytes (32 MiB): only the shortfall of the request over the free range at the top (if
@@ -13,7 +14,10 @@
 // on a tie, taking the range's front. Freed ranges merge with free neighbours that the same
 // streams may reuse. UsedMem counts the bytes asked for (the live runs' UsedMemHigh equals
 // PyTorch's requested peak to the byte); ReservedMem counts chunk bytes.
-//
+// Size classes. Requests of kSeparateRequestBytes (128 MiB) or more come from a second range of
+// their own (kSeparateRangeOffset above the first, the same rules, its own chunks): a huge block
+// and the small ones never share a chunk, and a freed huge block is reused only by huge requests.
+// ReservedMem is the sum of the two (fitted to the twelve live runs: sim_async_pool.cpp).
 //   base                                                      top (end_): grows by 32 MiB chunks
 //   | chunk 0          | chunk 1          | chunk 2          |
 //   [a1][a2 ][free   ][a3                    ][free         ]
@@ -44,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -65,11 +70,17 @@ class SimAsyncPool {
   // Requests of 2 MiB or more take whole MiBs (fitted to the live runs: sim_async_pool.cpp).
   static constexpr uint64_t kLargeRequestBytes = 2ull << 20;
   static constexpr uint64_t kLargeRounding = 1ull << 20;
+  // Requests of 128 MiB or more come from a range of their own, this far above the first.
+  static constexpr uint64_t kSeparateRequestBytes = 128ull << 20;
+  static constexpr uint64_t kSeparateRangeOffset = 1ull << 39;
 
   // The pool's addresses start at `base_address` and grow upwards (one chunk after another).
   explicit SimAsyncPool(uint64_t base_address);
 
-  void configure(const PoolConfig& config) { config_ = config; }
+  void configure(const PoolConfig& config) {
+    config_ = config;
+    if (huge_) huge_->configure(config);
+  }
   const PoolConfig& config() const { return config_; }
 
   // cudaMallocFromPoolAsync: nullopt when no free range fits and growing the pool would take
@@ -85,12 +96,12 @@ class SimAsyncPool {
   // cudaMemPoolTrimTo after a synchronize: wholly free chunks go back until reserved <= keep.
   void trim(uint64_t keep_bytes);
 
-  uint64_t reserved_bytes() const { return reserved_; }
-  uint64_t used_bytes() const { return used_; }
+  uint64_t reserved_bytes() const { return reserved_ + (huge_ ? huge_->reserved_bytes() : 0); }
+  uint64_t used_bytes() const { return used_ + (huge_ ? huge_->used_bytes() : 0); }
   // Chunks added so far (each one a growth of the pool's reserved memory).
-  uint64_t grow_count() const { return grow_count_; }
+  uint64_t grow_count() const { return grow_count_ + (huge_ ? huge_->grow_count() : 0); }
   // Whether the size index is still in size bins (false once it held over 1024 free ranges).
-  bool size_index_binned() const { return by_size_.binned(); }
+  bool size_index_binned() const { return by_size_.binned() && (!huge_ || huge_->size_index_binned()); }
   // The pool's mapped address ranges [start, end), sorted: what it holds physically.
   std::vector<std::pair<uint64_t, uint64_t>> chunk_ranges() const;
 
@@ -106,6 +117,15 @@ class SimAsyncPool {
 
  private:
   using Piece = SimAsyncPoolPiece;
+  struct OneRange {};
+  // A range of one size class (no range of its own for huge requests).
+  SimAsyncPool(uint64_t base_address, OneRange) : base_(base_address), end_(base_address) {}
+
+  std::optional<uint64_t> allocate_here(uint64_t bytes, StreamId stream, uint64_t growth_room);
+  bool free_here(uint64_t address);
+  void stream_event_here(StreamId stream, uint64_t event_id, bool is_wait);
+  // Both ranges down to `keep_bytes` in all, the highest addresses (the huge range's) first.
+  void release_both(uint64_t keep_bytes);
 
   Piece* best_fit(uint64_t span, StreamId stream) const;
   bool grow(uint64_t span, StreamId stream, uint64_t growth_room);
@@ -120,6 +140,7 @@ class SimAsyncPool {
   void release_free_chunks(uint64_t keep_bytes);
 
   PoolConfig config_;
+  std::unique_ptr<SimAsyncPool> huge_;  // the range of requests >= kSeparateRequestBytes
   uint64_t base_;
   uint64_t end_;  // one past the highest chunk ever mapped: the pool grows here
   absl::btree_set<uint64_t> chunks_;  // mapped chunks (kChunkBytes each) by start address
