@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <zstd.h>
 
@@ -40,10 +41,12 @@ std::string encode_header(const TraceHeaderFields& h) {
     std::string device;
     wire::scalar(device, device_field::index, d.index);
     wire::text(device, device_field::name, wire::valid_utf8(d.name));
-    wire::scalar(device, device_field::total_memory, d.total_memory);
-    wire::scalar(device, device_field::cap_bytes, d.cap_bytes);
-    wire::scalar(device, device_field::segments_of_unknown_pool, d.segments_of_unknown_pool);
-    wire::scalar(device, device_field::allocations_of_unknown_pool, d.allocations_of_unknown_pool);
+    // Its numbers (bytes and counts), in field order.
+    for (const auto& [field, value] : {std::pair{device_field::total_memory, d.total_memory},
+                                       {device_field::cap_bytes, d.cap_bytes},
+                                       {device_field::segments_of_unknown_pool, d.segments_of_unknown_pool},
+                                       {device_field::allocations_of_unknown_pool, d.allocations_of_unknown_pool}})
+      wire::scalar(device, field, value);
     wire::bytes(out, devices, device);
   }
   // Sorted by key, as protobuf's deterministic serialization sorts a map. Of keys that are equal

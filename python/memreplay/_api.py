@@ -158,6 +158,18 @@ def _recorded_capacity(options: Any) -> List[str]:
     return [note] if note else []
 
 
+def _whole_run(t: "Trace", options: Any, allow_incomplete: bool, refusal: str, call: Any) -> Dict[str, Any]:
+    """`call()` (advise, report) on the whole of trace `t`: refused with `refusal` where the trace is
+    incomplete, unless allow_incomplete; the recorded cap applied where no capacity was given; its
+    warnings and that note given as Python warnings. Returns what `call` returned."""
+    with _naming(t.path):
+        _core.refuse_incomplete_trace(t.path, allow_incomplete, refusal)
+        notes = _recorded_capacity(options)
+        out = call()
+    _warn(notes + out["warnings"])
+    return out
+
+
 def policies() -> List[Dict[str, Optional[str]]]:
     """Every registered policy (plugins loaded so far included), as `memreplay policies --json` lists
     them: name, description, options, reserves_up_front and models_torch_version (None where none)."""
@@ -253,12 +265,9 @@ def advise(trace: TraceLike, policy: str = "pytorch", capacity: Optional[Bytes] 
     _positive(max_call_ratio, "max_call_ratio")
     t = load(trace, capacity=capacity)
     options = _options(t, policy, capacity, device, trace_device, lenient)
-    with _naming(t.path):
-        _core.refuse_incomplete_trace(t.path, allow_incomplete,
-                                      "advice from part of a run would mislead (allow_incomplete=True to advise anyway)")
-        notes = _recorded_capacity(options)
-        out = _core.advise(options, fit, float(max_call_ratio))
-    _warn(notes + out["warnings"])
+    out = _whole_run(t, options, allow_incomplete,
+                     "advice from part of a run would mislead (allow_incomplete=True to advise anyway)",
+                     lambda: _core.advise(options, fit, float(max_call_ratio)))
     return Advice(out["result"], out["text"])
 
 
@@ -338,12 +347,8 @@ def report(trace: TraceLike, path: "str | os.PathLike[str]", policies: Optional[
     t = load(trace, capacity=capacity)
     options = _options(t, "pytorch", capacity, device, trace_device, lenient)
     specs = [_policy(p) for p in (policies or [])]
-    with _naming(t.path):
-        _core.refuse_incomplete_trace(t.path, allow_incomplete,
-                                      "no report written (allow_incomplete=True to draw what it holds)")
-        notes = _recorded_capacity(options)
-        out = _core.report(options, specs, float(max_call_ratio))
-    _warn(notes + out["warnings"])
+    out = _whole_run(t, options, allow_incomplete, "no report written (allow_incomplete=True to draw what it holds)",
+                     lambda: _core.report(options, specs, float(max_call_ratio)))
     return _write(path, out["html"].encode())
 
 

@@ -12,6 +12,7 @@
 #include "replayer/replay_runner.h"
 #include "tests/support/same_figures.h"
 #include "tests/support/test_support.h"
+#include "tests/support/trace_rewrite.h"
 
 namespace memreplay {
 namespace {
@@ -21,32 +22,22 @@ class FromEmptyPool : public testing::TempDirTest {
   // The trace without its starting state: what from_empty_pool must replay.
   std::string without_starting_state(const std::string& trace) {
     const std::string out = path("without_starting_state.mrt");
-    TraceReader reader(trace);
-    proto::TraceHeader header = reader.header();
-    header.set_starts_mid_run(false);
-    TraceWriter writer(out);
-    writer.begin(header);
     std::unordered_set<uint64_t> left_out;  // blocks live at the start, until freed
-    std::vector<Event> batch;
-    while (reader.next_batch(batch))
-      for (const Event& e : batch) {
-        if (e.has_flag(kPreexisting)) {
-          if (e.kind == EventKind::alloc && e.size != 0) left_out.insert(e.address);
-          continue;
-        }
-        if ((e.kind == EventKind::free_requested || e.kind == EventKind::free_completed) &&
-            left_out.contains(e.address)) {
-          if (e.kind == EventKind::free_completed) left_out.erase(e.address);
-          continue;
-        }
-        Event copy = e;
-        copy.stack = 0;  // (the replay does not read stacks)
-        if (e.kind == EventKind::annotation)
-          writer.append_annotation(copy, reader.annotation(e));
-        else
-          writer.append(copy);
-      }
-    writer.finish();
+    testing::rewrite_trace(
+        trace, out, [](proto::TraceHeader& header) { header.set_starts_mid_run(false); },
+        [&](Event& e) {
+          if (e.has_flag(kPreexisting)) {
+            if (e.kind == EventKind::alloc && e.size != 0) left_out.insert(e.address);
+            return false;
+          }
+          if ((e.kind == EventKind::free_requested || e.kind == EventKind::free_completed) &&
+              left_out.contains(e.address)) {
+            if (e.kind == EventKind::free_completed) left_out.erase(e.address);
+            return false;
+          }
+          e.stack = 0;  // (the replay does not read stacks)
+          return true;
+        });
     return out;
   }
 };

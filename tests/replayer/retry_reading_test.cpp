@@ -19,6 +19,7 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/groundtruth_rows.h"
 #include "tests/support/test_support.h"
+#include "tests/support/trace_rewrite.h"
 
 namespace memreplay {
 namespace {
@@ -88,11 +89,7 @@ TEST_F(RetryReading, TheJobsCapSettlesARetryRightAfterAFreeWithoutStacks) {
   EXPECT_EQ(m.allocated_peak, live["max_memory_allocated"].get<uint64_t>());
   // PyTorch's own allocator replaying the job's snapshot under that cap, field by field (the 512
   // bytes moved in change no peak).
-  EXPECT_EQ(m.reserved_peak, row["reserved_peak"].get<uint64_t>());
-  EXPECT_EQ(m.allocated_peak, row["allocated_peak"].get<uint64_t>());
-  EXPECT_EQ(m.device_alloc_calls, row["num_device_alloc"].get<uint64_t>());
-  EXPECT_EQ(m.device_free_calls, row["num_device_free"].get<uint64_t>());
-  EXPECT_EQ(m.alloc_retries, row["num_alloc_retries"].get<uint64_t>());
+  testing::expect_equals_replay_row(m, row);
 
   // The stacks variant reads the same without a cap; with one, it is not asked (rule 0 settles it).
   const std::string stacks = import_under(snapshot("capped_retry.retry_after_free.stacks"), job_cap(), "s.mrt");
@@ -235,25 +232,13 @@ TEST_F(RetryReading, TheCliImportsASnapshotUnderItsCapacity) {
 // to the job's own statistics without being given a capacity.
 TEST_F(RetryReading, ALiveTraceWithItsCapReplaysToTheJobWithoutACapacity) {
   const json live = read_json(pool_data("live/capped_retry.mrtlive.json"));
-  TraceReader reader(pool_data("live/capped_retry.live.mrt").string());
-  proto::TraceHeader header = reader.header();
-  ASSERT_GT(header.devices_size(), 0);
-  ASSERT_EQ(header.devices(0).cap_bytes(), 0u);  // recorded before the recorder wrote caps
-  header.mutable_devices(0)->set_cap_bytes(testing::live_cap_bytes(live).value());
-  {
-    TraceWriter writer(path("live.mrt"));
-    writer.begin(header);
-    std::vector<Event> batch;
-    while (reader.next_batch(batch))
-      for (Event e : batch) {
-        if (e.stack != 0) e.stack = writer.intern_stack(reader.stack_frames(e.stack));
-        if (e.kind == EventKind::annotation)
-          writer.append_annotation(e, reader.annotation(e));
-        else
-          writer.append(e);
-      }
-    writer.finish();
-  }
+  const uint64_t cap = testing::live_cap_bytes(live).value();
+  testing::rewrite_trace(pool_data("live/capped_retry.live.mrt").string(), path("live.mrt"),
+                         [&](proto::TraceHeader& header) {
+                           ASSERT_GT(header.devices_size(), 0);
+                           ASSERT_EQ(header.devices(0).cap_bytes(), 0u);  // recorded before the recorder wrote caps
+                           header.mutable_devices(0)->set_cap_bytes(cap);
+                         });
   ReplayOptions options;
   options.trace_path = path("live.mrt");
   ASSERT_TRUE(use_recorded_capacity(options).has_value());

@@ -30,8 +30,7 @@ struct AdviseOptions {
   std::string json;
 };
 
-void advise(const AdviseOptions& given) {
-  AdviseOptions options = given;
+void advise(AdviseOptions options) {
   options.replay = with_recorded_capacity(options.replay);
   refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
                           "advice from part of a run would mislead (--allow-incomplete to advise anyway)");

@@ -32,8 +32,7 @@ struct CompareOptions {
   double max_call_ratio = results::kDefaultMaxCallRatio;
 };
 
-void compare(const CompareOptions& given) {
-  CompareOptions options = given;
+void compare(CompareOptions options) {
   options.replay = with_recorded_capacity(options.replay);
   std::vector<ReplayMetrics> rows;
   const std::vector<std::string> specs = results::compare_policy_specs(options.policies);

@@ -25,8 +25,7 @@ struct ReplayCommandOptions {
   bool wide = false;
 };
 
-void replay(const ReplayCommandOptions& given) {
-  ReplayCommandOptions options = given;
+void replay(ReplayCommandOptions options) {
   options.replay = with_recorded_capacity(options.replay);
   warn_before_replay(options.replay);
   const ReplayMetrics m = run_replay(options.replay);

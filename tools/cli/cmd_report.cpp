@@ -28,8 +28,7 @@ struct ReportOptions {
   double max_call_ratio = results::kDefaultMaxCallRatio;
 };
 
-void report(const ReportOptions& given) {
-  ReportOptions options = given;
+void report(ReportOptions options) {
   options.replay = with_recorded_capacity(options.replay);
   refuse_incomplete_trace(options.replay.trace_path, options.allow_incomplete,
                           "no report written (--allow-incomplete to draw what it holds)");

@@ -249,20 +249,13 @@ def _warn_cap_change(original):
     return set_per_process_memory_fraction
 
 
-def _hook_cap_change(torch) -> None:
-    if getattr(torch.cuda.memory.set_per_process_memory_fraction, "__wrapped__", None) is not None:
+def _hook(torch, name: str, wrap) -> None:
+    """torch.cuda.memory.NAME (which torch.cuda.NAME is too) replaced by wrap(it), once."""
+    if getattr(getattr(torch.cuda.memory, name), "__wrapped__", None) is not None:
         return
-    wrapped = _warn_cap_change(torch.cuda.memory.set_per_process_memory_fraction)
-    torch.cuda.memory.set_per_process_memory_fraction = wrapped
-    torch.cuda.set_per_process_memory_fraction = wrapped
-
-
-def _hook_empty_cache(torch) -> None:
-    if getattr(torch.cuda.memory.empty_cache, "__wrapped__", None) is not None:
-        return
-    wrapped = _record_empty_cache(torch.cuda.memory.empty_cache)
-    torch.cuda.memory.empty_cache = wrapped
-    torch.cuda.empty_cache = wrapped
+    wrapped = wrap(getattr(torch.cuda.memory, name))
+    setattr(torch.cuda.memory, name, wrapped)
+    setattr(torch.cuda, name, wrapped)
 
 
 def start(path: str, *, chunk_events: int = 16384, flush_interval: float = 0.5,
@@ -292,8 +285,8 @@ def start(path: str, *, chunk_events: int = 16384, flush_interval: float = 0.5,
             _say(f"CUDA memory was allocated before recording started: {path} begins with the allocator's "
                  f"state then ({n_segments} segments, {n_blocks} live blocks)")
         native.set_current(handle)
-        _hook_empty_cache(torch)
-        _hook_cap_change(torch)
+        _hook(torch, "empty_cache", _record_empty_cache)
+        _hook(torch, "set_per_process_memory_fraction", _warn_cap_change)
     except RecorderUnavailable as e:
         _say(f"not recording to {path}: {e}")
         return Recording(path)
