@@ -107,7 +107,8 @@ void add_import_command(CLI::App& app) {
                      "the torch release that recorded the snapshot (torch.__version__; a snapshot does not "
                      "say): trace commands warn when the policy models another");
   command.add_option_function<std::string>(
-      "--capacity", [&options](const std::string& text) { options.capacity = parse_bytes(text, "--capacity"); },
+      "--capacity",
+      [capacity = &options.capacity](const std::string& text) { *capacity = parse_bytes(text, "--capacity"); },
       "the recorded run's per-process cap, as set_per_process_memory_fraction set it (e.g. 867416960, 40GiB): "
       "settles release-and-retry against empty_cache() where the snapshot cannot, and is recorded in the trace");
   add_json_option(command, options.json, "what was written");
