@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
-
-#include <absl/container/flat_hash_set.h>
 
 namespace memreplay {
 namespace {
@@ -165,7 +164,7 @@ std::vector<ReleaseRun> infer_empty_cache(const AllocatorState& initial, std::sp
   const uint64_t peak = reserved_peak(initial, trace, done);
   ReservedBytes reserved = initial_reserved(initial);  // before entry i
   const auto pool_of = [&](size_t i) { return pools.empty() ? kDefaultPool : pools[i]; };
-  absl::flat_hash_set<uint16_t> grown_pools;  // the private pools that have had a segment so far
+  std::set<uint16_t> grown_pools;  // the private pools that have had a segment so far (a few)
   TraceWindows windows(done, trace.size());
   for (size_t i = 0; i < trace.size();) {
     windows.forward(i);
