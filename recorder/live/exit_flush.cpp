@@ -25,9 +25,7 @@ void for_each_client(F&& f) noexcept {
     if (ExitFlushClient* c = slot.load(std::memory_order_acquire)) f(c);
 }
 
-void on_exit() {
-  for_each_client([](ExitFlushClient* c) { c->flush_at_exit(); });
-}
+void on_exit() { flush_watched_at_exit(); }
 
 bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE; }
 
@@ -89,6 +87,10 @@ void unwatch_process_exit(ExitFlushClient* client) noexcept {
     ExitFlushClient* expected = client;
     if (slot.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return;
   }
+}
+
+void flush_watched_at_exit() noexcept {
+  for_each_client([](ExitFlushClient* c) { c->flush_at_exit(); });
 }
 
 }  // namespace memreplay::detail

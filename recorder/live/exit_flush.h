@@ -23,4 +23,7 @@ class ExitFlushClient {
 void watch_process_exit(ExitFlushClient* client) noexcept;
 void unwatch_process_exit(ExitFlushClient* client) noexcept;
 
+// What the atexit handler does: flush_at_exit() of every watched client.
+void flush_watched_at_exit() noexcept;
+
 }  // namespace memreplay::detail

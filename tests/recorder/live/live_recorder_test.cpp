@@ -19,6 +19,7 @@
 #include "proto/input_error.h"
 #include "proto/trace_reader.h"
 #include "proto/trace_writer.h"
+#include "recorder/live/exit_flush.h"
 #include "recorder/live/live_recorder.h"
 #include "recorder/live/live_trace_writer.h"
 #include "recorder/live/tick_clock.h"
@@ -258,7 +259,12 @@ TEST_F(LiveRecorderTest, ForkedChildDoesNotTouchTheParentsTrace) {
   for (uint64_t i = 0; i < 100; ++i) recorder.record(alloc_event(i));
   const int status = in_child([&] {
     const bool recorded = recorder.record(alloc_event(9999));
-    std::exit(recorded ? 1 : 0);  // exit() runs the exit hooks: they must leave the file alone
+    // The recorder's exit hook, as exit() runs it: it must leave the file alone. Not exit()
+    // itself: a child forked from a threaded process may only make async-signal-safe calls, and
+    // exit() also runs every other library's handlers, any of which may wait on a lock that
+    // another thread of the parent held at the fork (the test hung that way, now and then).
+    detail::flush_watched_at_exit();
+    _exit(recorded ? 1 : 0);
   });
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
