@@ -176,8 +176,8 @@ def inferred_empty_caches(trace, alloc_pools=None) -> list[int]:
     (recorder/import/empty_cache_inference.h): a run of segment_free entries that releases every
     entirely free segment of the default pool (`alloc_pools`: segment_alloc_pools(); a private
     pool keeps its free segments while it lives), is not followed by an oom before the next alloc,
-    and is not a release-and-retry (not right after a free, and followed at once by a
-    segment_alloc that would pass the most ever reserved).
+    and is not a release-and-retry (not right after a free, not opening a capture, and followed at
+    once by a segment_alloc that would pass the most ever reserved).
     The trace starts from an empty allocator (history on from the start)."""
     alloc_pools = alloc_pools or {}
     reserved, peak, before = 0, 0, []
@@ -189,6 +189,7 @@ def inferred_empty_caches(trace, alloc_pools=None) -> list[int]:
             reserved -= e["size"]
         peak = max(peak, reserved)
     segments = {}  # address -> [size, live blocks, pool]
+    grown_pools = set()  # the pools that have had a segment so far
     found, i = [], 0
     while i < len(trace):
         a = trace[i]["action"]
@@ -196,6 +197,7 @@ def inferred_empty_caches(trace, alloc_pools=None) -> list[int]:
             e = trace[i]
             if a == "segment_alloc":
                 segments[e["addr"]] = [e["size"], 0, alloc_pools.get(i, (0, 0))]
+                grown_pools.add(alloc_pools.get(i, (0, 0)))
             elif a in ("alloc", "free_completed"):
                 for start, seg in segments.items():
                     if start <= e["addr"] < start + seg[0]:
@@ -216,8 +218,12 @@ def inferred_empty_caches(trace, alloc_pools=None) -> list[int]:
             if trace[k]["action"] == "alloc":
                 break
         after_free = i > 0 and trace[i - 1]["action"] in ("free_completed", "free_requested")
-        retry = (not after_free and end < len(trace) and trace[end]["action"] in ("segment_alloc", "segment_map")
-                 and before[i] + trace[end]["size"] > peak)
+        # torch.cuda.graph() empties the cache right before a capture: a run the first segment of a
+        # private pool follows is that empty_cache, not a retry.
+        next_pool = alloc_pools.get(end, (0, 0))
+        opens_capture = next_pool != (0, 0) and next_pool not in grown_pools
+        retry = (not after_free and not opens_capture and end < len(trace)
+                 and trace[end]["action"] in ("segment_alloc", "segment_map") and before[i] + trace[end]["size"] > peak)
         if all_free and not oom and not retry:
             found.append(i)
         for k in range(i, end):
