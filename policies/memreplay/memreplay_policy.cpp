@@ -32,6 +32,13 @@
 //      used pages at the edges of holes are what a calls-first placement wastes (VmmArena::
 //      place_tightest). The request fails only when the cap minus what live blocks pin cannot
 //      hold it.
+//   5. A run that repeats itself (PeriodDetector: a training loop's steps, an inference loop's
+//      cycle of batches) and whose last period still made device calls gets a plan: the next
+//      period's blocks packed around the blocks live through it (StepPlan), within the reclaim
+//      line, and followed period after period while the run keeps repeating; the plan's pages are
+//      mapped as its blocks first need them and never moved, so the steps after it make no call.
+//      A run that departs from the plan (another size, a block freed later than planned) drops it
+//      and is placed by rules 1-3 again. Not under a capacity, where rule 4 decides.
 // An online allocator cannot grow in steps larger than that margin without risking more than
 // 1.02 x at an unknown peak, so the growth from nothing to the peak costs about
 // ln(peak / first step) / ln(1 + 1/64) maps; PyTorch's segments grow by whole requests.
@@ -43,6 +50,8 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "policies/detail/policy_options.h"
+#include "policies/memreplay/period_detector.h"
+#include "policies/memreplay/step_plan.h"
 #include "policies/memreplay/vmm_arena.h"
 #include "policies/registry.h"
 
@@ -59,6 +68,15 @@ constexpr uint64_t kBudgetDivisor = 64;
 // Measured on the shared traces, as the rest of the policy is: 1/53 leaves the fewest unmaps of
 // 1/50 to 1/56 (the counts move chaotically between neighbouring lines, docs/memreplay-policy.md).
 constexpr uint64_t kReclaimDivisor = 53;
+// Rule 5 plans periods of at least this many allocations: shorter ones are a layer's or a loop's
+// few sizes repeating inside a step, which end with it (on vit_infer, a 14-allocation layer: each
+// such plan was left within its batch and cost calls to start). Measured, as the lines above.
+constexpr uint64_t kMinPlannedPeriod = 32;
+// A plan packed afresh waits until this many periods in a row have made device calls: on
+// generated training loops (memreplay_step_plan_test.cpp) 2 or 3 let it move loops that were
+// settling anyway (634 and 552 calls after their second steps against 249 with no plan); 4, 302,
+// with their calls after the eighth step 67 against 167. Measured, as the lines above.
+constexpr uint64_t kCallingPeriodsToRepack = 4;
 
 class MemreplayPolicy final : public Policy {
  public:
@@ -73,28 +91,49 @@ class MemreplayPolicy final : public Policy {
   }
 
  private:
-  std::optional<Block> do_allocate(uint64_t bytes, StreamId) override {
+  std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override {
     const uint64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    // Under a capacity the pages that live blocks pin decide what fits, not the calls: place for
-    // the smallest footprint there (rule 4).
-    auto placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
-    if (!placement) return std::nullopt;
-    if (!device_.capacity() && placement->new_bytes > 0)
-      if (const auto better = arena_.place_among_mapped(size, *placement)) placement = better;
+    const uint64_t key = size ^ (stream * 0x9e3779b97f4a7c15ULL);
+    if (!device_.capacity()) maybe_plan();
+    const uint64_t seq = periods_.on_allocate(key, size, device_calls_);
+    std::optional<detail::VmmArena::Placement> placement;
+    if (plan_) placement = planned_placement(seq, key, size);
+    const bool planned = placement.has_value();
+    if (!planned) {
+      // Under a capacity the pages that live blocks pin decide what fits, not the calls: place for
+      // the smallest footprint there (rule 4).
+      placement = device_.capacity() ? arena_.place_tightest(size) : arena_.place(size, false);
+      if (!placement) return std::nullopt;
+      if (!device_.capacity() && placement->new_bytes > 0)
+        if (const auto better = arena_.place_among_mapped(size, *placement)) placement = better;
+    }
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);
     uint64_t extend = 0;
     if (placement->new_bytes > 0) {
       const uint64_t limit = budget();
       const uint64_t line = reclaim_line(limit);
+      // Once the plan has gone round once (the blocks of the periods before it are gone), only
+      // pages outside it move: its own are the steady state. Before, its pages move too, so that
+      // the old blocks and the plan's first blocks together stay under the line.
+      const bool plan_settled = planned && seq >= plan_->first_seq + plan_->slots.size();
       if (arena_.mapped_bytes() + placement->new_bytes > line)
-        arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - line, placement->address, size);
+        device_calls_ += arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - line, placement->address, size,
+                                        plan_settled ? &plan_->pages : nullptr) > 0;
       const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
       if (const auto cap = device_.capacity(); cap && after > *cap) {
         live_requested_ -= bytes;
         return std::nullopt;
       }
       extend = after < limit ? limit - after : 0;  // growth: map up to the budget in this one call
+      // A planned block maps, in the same call, the plan's pages that follow it (fewer calls in the
+      // plan's first period), within the line.
+      if (planned) {
+        const uint64_t block_end = arena_.page_ceil_of(placement->address + size);
+        extend = std::min(detail::VmmArena::run_end_in(plan_->pages, block_end) - block_end,
+                          after < line ? line - after : 0);
+      }
+      ++device_calls_;
       // The growth maps whole pages: under a cap, only those that fit under it (the device
       // refuses a map past the cap).
       if (device_.capacity()) extend -= extend % arena_.page_bytes();
@@ -109,7 +148,8 @@ class MemreplayPolicy final : public Policy {
       }
     }
     mapped_high_water_ = std::max(mapped_high_water_, arena_.mapped_bytes());
-    live_.emplace(placement->address, LiveBlock{range, bytes});
+    live_.emplace(placement->address, LiveBlock{range, bytes, seq});
+    periods_.placed(seq, placement->address);
     return Block{placement->address, size};
   }
 
@@ -132,9 +172,111 @@ class MemreplayPolicy final : public Policy {
     return std::max({limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor, mapped_high_water_});
   }
 
+  // Rule 5: once the run has repeated its period twice and the last period still made device
+  // calls, plan the rest of the run from it.
+  void maybe_plan() {
+    const uint64_t period = periods_.period();
+    const uint64_t now = periods_.allocations();
+    // Twice the period repeated, and twice as long again after each plan the run left (a layer's
+    // allocations repeat within a step, a batch's within a cycle of batch sizes: short periods
+    // that end).
+    if (plan_ || period < kMinPlannedPeriod ||
+        periods_.matched() < (2 * period << std::min<uint64_t>(dropped_plans_, 16)) || now < next_plan_try_)
+      return;
+    if (periods_.calls_in_period(0, device_calls_) == 0) return;  // steady already
+    // If this try fails, the next is a period later, then two, four, ...: a plan costs
+    // O(slots^2) to make.
+    next_plan_try_ = now + (period << std::min<uint64_t>(failed_plans_++, 16));
+    const auto reservation = arena_.reservation();
+    auto last = periods_.last_period();
+    uint64_t copies = 1;  // enough copies of each place for every block that outlives its period
+    for (const auto& allocation : last) {
+      if (allocation.lifetime == detail::PeriodDetector::kNotFreed) return;
+      copies = std::max(copies, (allocation.lifetime + period - 1) / period);
+    }
+    if (!reservation || period * copies > detail::StepPlan::kMaxSlots) return;
+    // Two plans. The first keeps what the run does: each slot where its block went in the last
+    // copies x period allocations where that still holds, the blocks of those periods that are
+    // still live where they are; it moves few blocks, and fits the line where the online
+    // placement was nearly steady. The second packs the slots afresh above every live block
+    // (the blocks of the periods before, still live where the online placement put them, are in
+    // no slot's way while they last); it fits where the online placement kept moving pages.
+    // Blocks allocated before those periods stay where they are (long-lived).
+    detail::StepPlanInput kept;
+    kept.period = std::move(last);
+    kept.copies = copies;
+    kept.first_seq = now;
+    kept.page = arena_.page_bytes();
+    kept.lo = reservation->first;
+    kept.hi = reservation->second;
+    uint64_t top = reservation->first;
+    for (const auto& [address, block] : live_) {
+      top = std::max(top, address + block.range->size());
+      if (block.seq + period * copies < now) {
+        kept.long_lived.push_back({address, address + block.range->size()});
+      } else {
+        const uint64_t periods_back = (now - block.seq + period - 1) / period;
+        kept.pinned.push_back({(copies - periods_back) * period + block.seq + periods_back * period - now, address});
+      }
+    }
+    kept.observed.resize(period * copies);
+    for (uint64_t slot = 0; slot < kept.observed.size(); ++slot)
+      kept.observed[slot] = periods_.address_of(now - period + slot % period);
+    const uint64_t line = reclaim_line(budget());
+    auto plan = detail::plan_step(kept);
+    // The second moves every block once (tens to hundreds of calls in its first period, and
+    // room while the old blocks live), which pays off only where the online placement keeps
+    // calling period after period.
+    const auto kept_calling = [&] {
+      for (uint64_t back = 1; back < kCallingPeriodsToRepack; ++back)
+        if (periods_.calls_in_period(back, device_calls_) == 0) return false;
+      return true;
+    };
+    if ((!plan || plan->page_bytes_total > line) && kept_calling()) {
+      detail::StepPlanInput packed = std::move(kept);
+      packed.pinned.clear();
+      packed.observed.clear();
+      packed.lo = arena_.page_ceil_of(top);
+      plan = detail::plan_step(packed);
+    }
+    // A plan whose pages would pass the reclaim line would raise the reserved peak in every
+    // period: the online placement goes on.
+    if (!plan || plan->page_bytes_total > line) return;
+    plan_ = std::move(plan);
+  }
+
+  // The plan's place for allocation `seq`, or nullopt (and the plan dropped) where the run no
+  // longer follows it.
+  std::optional<detail::VmmArena::Placement> planned_placement(uint64_t seq, uint64_t key, uint64_t size) {
+    const detail::StepPlan::Slot& slot = plan_->slot_for(seq);
+    std::optional<detail::VmmArena::Placement> placement;
+    if (slot.key == key) {
+      // The free range that holds the slot lies right of the block below it: the one the plan
+      // expects there, else the highest of its slots below that is live. In the plan's first
+      // period the blocks of the period before lie elsewhere, between them: step right past them.
+      const suballoc::Range* range = nullptr;
+      if (const auto below = live_.find(slot.below); below != live_.end()) range = below->second.range;
+      for (auto lower = std::lower_bound(plan_->addresses.begin(), plan_->addresses.end(), slot.address);
+           range == nullptr && lower != plan_->addresses.begin();)
+        if (const auto below = live_.find(*--lower); below != live_.end()) range = below->second.range;
+      if (range != nullptr) {
+        for (range = range->right; range != nullptr && range->end <= slot.address;) range = range->right;
+      } else {
+        range = arena_.growable_range_holding(slot.address);
+      }
+      placement = arena_.place_in(range, slot.address, size);
+    }
+    if (!placement) {
+      ++dropped_plans_;
+      plan_.reset();
+    }
+    return placement;
+  }
+
   bool do_free(uint64_t address, StreamId) override {
     const auto node = live_.extract(address);
     if (node.empty()) return false;
+    periods_.on_free(node.mapped().seq);
     arena_.give_back(node.mapped().range);
     live_requested_ -= node.mapped().requested;
     return true;
@@ -147,11 +289,20 @@ class MemreplayPolicy final : public Policy {
   struct LiveBlock {
     suballoc::Range* range;  // in the arena: its rounded size
     uint64_t requested;  // as asked
+    uint64_t seq;  // its allocation's place in the run (PeriodDetector)
   };
   absl::flat_hash_map<uint64_t, LiveBlock> live_;
   uint64_t live_requested_ = 0;
   uint64_t requested_high_water_ = 0;
   uint64_t mapped_high_water_ = 0;  // the most bytes this policy has had mapped: its reserved peak
+  // Rule 5. device_calls_ counts the allocations that mapped or unmapped pages: whether a period
+  // was steady, not a measurement (the Device counts calls).
+  detail::PeriodDetector periods_;
+  std::optional<detail::StepPlan> plan_;
+  uint64_t device_calls_ = 0;
+  uint64_t next_plan_try_ = 0;
+  uint64_t failed_plans_ = 0;  // plans not made (no fit under the line)
+  uint64_t dropped_plans_ = 0;  // plans the run left
 };
 
 }  // namespace

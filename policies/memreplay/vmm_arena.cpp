@@ -290,7 +290,23 @@ void VmmArena::give_back_by_growable(suballoc::Range* block) {
   drop_growable(right_slot);  // (may move the left neighbour's entry: last)
 }
 
-uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep_bytes) {
+std::optional<VmmArena::Placement> VmmArena::place_in(const suballoc::Range* range, uint64_t address,
+                                                      uint64_t bytes) const {
+  if (range == nullptr || !range->free || address < range->start || address > range->end ||
+      range->end - address < bytes)
+    return std::nullopt;
+  const uint64_t cost = range->owner_slot == 0 ? 0 : unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
+  return Placement{address, cost, const_cast<suballoc::Range*>(range)};
+}
+
+uint64_t VmmArena::run_end_in(const IntervalSet& pages, uint64_t address) {
+  auto it = pages.upper_bound(address);
+  if (it == pages.begin()) return address;
+  --it;
+  return it->second > address ? it->second : address;
+}
+
+uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep_bytes, const IntervalSet* keep_pages) {
   if (!base_) return 0;  // nothing reserved, nothing mapped
   const uint64_t keep_lo = page_floor(keep_address);
   const uint64_t keep_hi = keep_bytes == 0 ? keep_lo : page_ceil(keep_address + keep_bytes);
@@ -307,8 +323,17 @@ uint64_t VmmArena::reclaim(uint64_t wanted, uint64_t keep_address, uint64_t keep
     auto it = mapped_.upper_bound(lo);
     if (it != mapped_.begin()) --it;
     for (; it != mapped_.end() && it->first < hi; ++it) {
-      const uint64_t s = std::max(lo, it->first);
+      uint64_t s = std::max(lo, it->first);
       const uint64_t e = std::min(hi, it->second);
+      if (s >= e) continue;
+      if (keep_pages != nullptr) {  // the pieces of [s, e) outside the kept pages
+        auto kept = keep_pages->upper_bound(s);
+        if (kept != keep_pages->begin() && std::prev(kept)->second > s) --kept;
+        for (; kept != keep_pages->end() && kept->first < e; ++kept) {
+          if (kept->first > s) runs.push_back({s, kept->first, in_range});
+          s = std::max(s, kept->second);
+        }
+      }
       if (s < e) runs.push_back({s, e, in_range});
     }
   };

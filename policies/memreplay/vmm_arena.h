@@ -51,6 +51,22 @@ class VmmArena {
   // Where `bytes` adds the fewest pages to those live blocks touch (the footprint a capacity must
   // hold), then the fewest newly mapped pages, then best fit.
   std::optional<Placement> place_tightest(uint64_t bytes);
+  // `bytes` at `address` inside the free `range` (a planned place), with the new pages it needs;
+  // nullopt when the range is not free or does not hold it there.
+  std::optional<Placement> place_in(const suballoc::Range* range, uint64_t address, uint64_t bytes) const;
+  // The free range with unmapped pages that holds `address`, nullptr when none does.
+  const suballoc::Range* growable_range_holding(uint64_t address) const {
+    for (const Growable& entry : growable_)
+      if (entry.range->start <= address && address < entry.range->end) return entry.range;
+    return nullptr;
+  }
+  // The reservation, [base, base + bytes): nullopt before the first placement.
+  std::optional<std::pair<uint64_t, uint64_t>> reservation() const {
+    if (!base_) return std::nullopt;
+    return std::make_pair(*base_, *base_ + va_bytes_);
+  }
+  // The end of the run of `pages` that holds page-aligned `address`, or `address` when none does.
+  static uint64_t run_end_in(const IntervalSet& pages, uint64_t address);
   // Maps the missing pages of the placement's [address, +bytes) and takes the block out of its
   // free range (the free ranges must not have changed since place()). Returns the block's range,
   // the handle give_back() takes.
@@ -64,13 +80,16 @@ class VmmArena {
   // Unmaps whole free pages, never inside [keep_address, +keep_bytes), in as few calls as it can:
   // the smallest run of cached pages that holds `wanted` bytes, all of it; else the largest runs
   // first until at least `wanted` bytes are unmapped or none are left. Returns the bytes unmapped.
-  uint64_t reclaim(uint64_t wanted, uint64_t keep_address = 0, uint64_t keep_bytes = 0);
+  // Pages in `keep_pages` (a step plan's) are never unmapped either.
+  uint64_t reclaim(uint64_t wanted, uint64_t keep_address = 0, uint64_t keep_bytes = 0,
+                   const IntervalSet* keep_pages = nullptr);
   // Unmaps every free page; with no live block left, also gives the reservation back.
   void release_all();
 
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t page_bytes() const { return page_; }
+  uint64_t page_ceil_of(uint64_t address) const { return page_ceil(address); }
   // Bytes of the pages that live blocks touch: what must stay mapped.
   uint64_t pinned_bytes() const;
 

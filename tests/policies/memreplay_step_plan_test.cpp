@@ -1,0 +1,314 @@
+// The memreplay policy's plan for a repeating run (rule 5): the period detector, the packing, and
+// the policy on generated training loops, each checked against what it claims by brute force.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "base/units.h"
+#include "policies/memreplay/period_detector.h"
+#include "policies/memreplay/step_plan.h"
+#include "policies/registry.h"
+#include "replayer/sim/sim_device.h"
+
+namespace memreplay {
+namespace {
+
+using detail::PeriodDetector;
+using detail::StepPlan;
+
+// xorshift64: the same sequence every run.
+struct Random {
+  uint64_t x;
+  uint64_t operator()(uint64_t n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x % n;
+  }
+};
+
+// A training-like step: `layers` repeats of the same few sizes (the inner repeat a detector must
+// not stop at), then a head and an optimizer part of other sizes.
+std::vector<uint64_t> step_sizes(Random& random, int layers) {
+  std::vector<uint64_t> layer;
+  for (int i = 0; i < 5; ++i) layer.push_back((1 + random(64)) * 4096);
+  std::vector<uint64_t> step;
+  for (int l = 0; l < layers; ++l) step.insert(step.end(), layer.begin(), layer.end());
+  for (int i = 0; i < 20; ++i) step.push_back((1 + random(4096)) * 512);
+  return step;
+}
+
+TEST(PeriodDetector, FindsTheStepNotTheLayerAndEachPlacesLifetime) {
+  Random random{0x9E3779B97F4A7C15ull};
+  const std::vector<uint64_t> step = step_sizes(random, 12);
+  const uint64_t period = step.size();
+  // Each place's lifetime in allocations; every seventh place outlives its step (a gradient
+  // freed when the next step makes it again, and one that lives two steps).
+  std::vector<uint64_t> lifetime(period);
+  for (uint64_t i = 0; i < period; ++i) lifetime[i] = i % 7 == 0 ? period + period / 2 : 1 + random(20);
+  PeriodDetector detector;
+  std::multimap<uint64_t, uint64_t> frees;  // before allocation -> seq
+  for (uint64_t seq = 0; seq < 6 * period; ++seq) {
+    for (auto due = frees.begin(); due != frees.end() && due->first <= seq; due = frees.erase(due))
+      detector.on_free(due->second);
+    ASSERT_EQ(detector.on_allocate(step[seq % period], step[seq % period], 0), seq);
+    frees.emplace(seq + lifetime[seq % period], seq);
+  }
+  ASSERT_EQ(detector.period(), period);
+  EXPECT_GE(detector.matched(), 2 * period);
+  const auto last = detector.last_period();
+  ASSERT_EQ(last.size(), period);
+  for (uint64_t i = 0; i < period; ++i) {
+    EXPECT_EQ(last[i].bytes, step[i]) << i;
+    EXPECT_EQ(last[i].lifetime, lifetime[i]) << "place " << i;
+  }
+
+  // A departure from the sequence ends the period.
+  detector.on_allocate(12345 * 512, 12345 * 512, 0);
+  EXPECT_EQ(detector.period(), 0u);
+}
+
+TEST(PeriodDetector, ARunThatDoesNotRepeatHasNoPeriodAndBoundedHistory) {
+  Random random{42};
+  PeriodDetector detector;
+  // Three times the history: old allocations leave it, and their frees are ignored.
+  const uint64_t count = 3 * 2 * PeriodDetector::kMaxPeriod;
+  for (uint64_t seq = 0; seq < count; ++seq) {
+    detector.on_allocate(random(1 << 20) * 512, 512, 0);
+    if (seq >= 8) detector.on_free(seq - 8);
+  }
+  detector.on_free(0);  // long gone: no effect, no crash
+  EXPECT_EQ(detector.period(), 0u);
+  EXPECT_EQ(detector.allocations(), count);
+}
+
+// A generated period for plan_step: sizes and lifetimes, some outliving the period.
+std::vector<PeriodDetector::Allocation> generated_period(Random& random, uint64_t length) {
+  std::vector<PeriodDetector::Allocation> period;
+  for (uint64_t i = 0; i < length; ++i) {
+    const uint64_t lifetime = random(5) == 0 ? length - random(length / 4) + random(length) : 1 + random(12);
+    period.push_back({i, (1 + random(1 << 13)) * 512, lifetime});
+  }
+  return period;
+}
+
+detail::StepPlanInput input_for(std::vector<PeriodDetector::Allocation> period, uint64_t page) {
+  detail::StepPlanInput input;
+  input.period = std::move(period);
+  input.page = page;
+  input.hi = UINT64_C(1) << 40;
+  return input;
+}
+
+TEST(StepPlan, NoTwoSlotsLiveTogetherOverlapAndEachKnowsTheBlockBelowIt) {
+  constexpr uint64_t kPage = 2 * kMiB;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Random random{seed * 0x2545F4914F6CDD1Dull};
+    const uint64_t length = 50 + random(150);
+    const auto period = generated_period(random, length);
+    uint64_t copies = 1;
+    for (const auto& allocation : period) copies = std::max(copies, (allocation.lifetime + length - 1) / length);
+    const uint64_t lo = 64 * kPage;
+    const std::vector<detail::StepPlanInput::Extent> long_lived = {{kPage, kPage + 3 * kMiB},
+                                                                   {10 * kPage, 10 * kPage + 512}};
+    const auto plan = detail::plan_step({.period = period,
+                                         .copies = copies,
+                                         .long_lived = long_lived,
+                                         .first_seq = 1000,
+                                         .page = kPage,
+                                         .lo = lo,
+                                         .hi = UINT64_C(1) << 40});
+    ASSERT_TRUE(plan) << "seed " << seed;
+    const uint64_t circle = length * copies;
+    ASSERT_EQ(plan->slots.size(), circle);
+    const auto live_at = [&](uint64_t slot, uint64_t time) {
+      return (time + circle - slot) % circle < period[slot % length].lifetime;
+    };
+    for (uint64_t a = 0; a < circle; ++a) {
+      const StepPlan::Slot& slot = plan->slots[a];
+      EXPECT_GE(slot.address, lo);
+      EXPECT_EQ(slot.bytes, period[a % length].bytes);
+      EXPECT_TRUE(
+          plan->pages.holds(slot.address / kPage * kPage, (slot.address + slot.bytes + kPage - 1) / kPage * kPage));
+      // Brute force: no slot live at the same time overlaps it; the block below is the highest
+      // one live when it is allocated (the highest long-lived one when no slot is).
+      uint64_t below = 10 * kPage;
+      for (uint64_t b = 0; b < circle; ++b) {
+        if (b == a) continue;
+        const StepPlan::Slot& other = plan->slots[b];
+        if (live_at(a, b) || live_at(b, a))
+          ASSERT_FALSE(other.address < slot.address + slot.bytes && slot.address < other.address + other.bytes)
+              << "seed " << seed << ": slots " << a << " and " << b << " overlap while both live";
+        if (live_at(b, a) && other.address < slot.address) below = std::max(below, other.address);
+      }
+      EXPECT_EQ(slot.below, below) << "seed " << seed << ", slot " << a;
+    }
+    for (const auto& extent : long_lived)
+      EXPECT_TRUE(plan->pages.holds(extent.start / kPage * kPage, (extent.end + kPage - 1) / kPage * kPage));
+  }
+}
+
+TEST(StepPlan, ABlockThatDoesNotOutliveItsPeriodKeepsOnePlaceInEveryCopy) {
+  Random random{7};
+  std::vector<PeriodDetector::Allocation> period = generated_period(random, 80);
+  for (auto& allocation : period) allocation.lifetime = std::min<uint64_t>(allocation.lifetime, 10);
+  detail::StepPlanInput input = input_for(period, 2 * kMiB);
+  input.copies = 2;
+  const auto plan = detail::plan_step(input);
+  ASSERT_TRUE(plan);
+  for (uint64_t i = 0; i < 80; ++i) EXPECT_EQ(plan->slots[i].address, plan->slots[80 + i].address) << i;
+
+  input.period[3].lifetime = 120;  // outlives its period: both copies live at once
+  const auto outliving = detail::plan_step(input);
+  ASSERT_TRUE(outliving);
+  EXPECT_NE(outliving->slots[3].address, outliving->slots[80 + 3].address);
+}
+
+TEST(StepPlan, RefusesAPeriodItCannotPlan) {
+  Random random{9};
+  detail::StepPlanInput input = input_for(generated_period(random, 100), 2 * kMiB);
+  for (auto& allocation : input.period) allocation.lifetime = std::min<uint64_t>(allocation.lifetime, 10);
+  ASSERT_TRUE(detail::plan_step(input));
+  input.copies = StepPlan::kMaxSlots / 100 + 1;
+  EXPECT_FALSE(detail::plan_step(input)) << "more slots than kMaxSlots";
+  input.copies = 1;
+  input.period[5].lifetime = PeriodDetector::kNotFreed;
+  EXPECT_FALSE(detail::plan_step(input)) << "a lifetime not known";
+  input.period[5].lifetime = 150;
+  EXPECT_FALSE(detail::plan_step(input)) << "outlives its copies";
+  input.period[5].lifetime = 10;
+  input.hi = kMiB;  // below the largest block
+  EXPECT_FALSE(detail::plan_step(input)) << "no room below hi";
+  input.hi = UINT64_C(1) << 40;
+  input.pinned = {{3, 4096}, {3, 8192}};
+  EXPECT_FALSE(detail::plan_step(input)) << "one slot pinned twice";
+}
+
+TEST(StepPlan, PinnedSlotsKeepTheirAddressAndObservedOnesAreKeptWhereTheyStillFit) {
+  Random random{11};
+  detail::StepPlanInput input{
+      .period = generated_period(random, 60), .page = 2 * kMiB, .lo = 0, .hi = UINT64_C(1) << 40};
+  for (auto& allocation : input.period) allocation.lifetime = std::min<uint64_t>(allocation.lifetime, 8);
+  // A layout the run used: every block at its own address, far apart (no conflict anywhere).
+  input.observed.resize(60);
+  for (uint64_t slot = 0; slot < 60; ++slot) input.observed[slot] = (1 + slot) * 64 * kMiB;
+  input.pinned = {{59, 5000 * kMiB}};
+  const auto plan = detail::plan_step(input);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->slots[59].address, 5000 * kMiB);
+  for (uint64_t slot = 0; slot < 59; ++slot) EXPECT_EQ(plan->slots[slot].address, input.observed[slot]) << slot;
+  // Two observed places that collide while both live: the smaller block moves.
+  input.observed[1] = input.observed[0];
+  input.period[0].lifetime = 5;  // live when slot 1 is allocated
+  const auto moved = detail::plan_step(input);
+  ASSERT_TRUE(moved);
+  const uint64_t larger = input.period[0].bytes >= input.period[1].bytes ? 0 : 1;
+  EXPECT_EQ(moved->slots[larger].address, input.observed[0]);
+  EXPECT_NE(moved->slots[1 - larger].address, input.observed[0]);
+}
+
+// Generated training loops: weights kept, a step of activations, gradients that live until the
+// next step makes them again, and a small block that lives two steps. Every block is checked
+// against every live block (no overlap), and the device calls of each step are counted.
+struct LoopResult {
+  std::vector<uint64_t> calls_by_step;  // maps + unmaps after each step
+  uint64_t reserved_peak = 0;
+  uint64_t requested_peak = 0;
+};
+
+LoopResult run_training_loop(uint64_t seed, int steps) {
+  Random random{seed * 0x9E3779B97F4A7C15ull};
+  SimDevice device(SimDevice::Options{});
+  const auto policy = PolicyRegistry::instance().create("memreplay", device);
+  std::map<uint64_t, uint64_t> live;  // address -> bytes, for the overlap check
+  uint64_t live_bytes = 0;
+  LoopResult result;
+  const auto allocate = [&](uint64_t bytes) {
+    const auto block = policy->allocate(bytes, 0);
+    EXPECT_TRUE(block);
+    if (!block) return uint64_t{0};
+    const auto next = live.lower_bound(block->address);
+    EXPECT_TRUE(next == live.end() || block->address + bytes <= next->first) << "overlaps the block above";
+    EXPECT_TRUE(next == live.begin() || std::prev(next)->first + std::prev(next)->second <= block->address)
+        << "overlaps the block below";
+    live.emplace(block->address, bytes);
+    live_bytes += bytes;
+    result.requested_peak = std::max(result.requested_peak, live_bytes);
+    return block->address;
+  };
+  const auto release = [&](uint64_t address) {
+    live_bytes -= live.at(address);
+    live.erase(address);
+    policy->free(address, 0);
+  };
+  for (int i = 0; i < 30; ++i) allocate((1 + random(16)) * kMiB + 512 * random(4));  // weights
+  constexpr int kActivations = 60;
+  constexpr int kGradients = 20;
+  std::vector<uint64_t> activation_sizes(kActivations), gradient_sizes(kGradients);
+  std::vector<int> temporary(kActivations);  // freed at once (1), or kept for the backward pass (0)
+  for (int i = 0; i < kActivations; ++i) {
+    activation_sizes[i] = (1 + random(40)) * (kMiB / 2) + 512 * random(3);
+    temporary[i] = random(3) == 0;
+  }
+  for (int i = 0; i < kGradients; ++i) gradient_sizes[i] = (1 + random(16)) * kMiB + 512 * random(4);
+  std::vector<uint64_t> gradients(kGradients, 0);
+  std::vector<uint64_t> two_step_blocks;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<uint64_t> kept;
+    for (int i = 0; i < kActivations; ++i) {
+      const uint64_t address = allocate(activation_sizes[i]);
+      if (temporary[i]) {
+        release(address);
+      } else {
+        kept.push_back(address);
+      }
+    }
+    // Backward: each gradient replaces last step's, and the kept activations go in reverse.
+    for (int i = 0; i < kGradients; ++i) {
+      if (gradients[i] != 0) release(gradients[i]);
+      gradients[i] = allocate(gradient_sizes[i]);
+      if (!kept.empty()) {
+        release(kept.back());
+        kept.pop_back();
+      }
+    }
+    while (!kept.empty()) {
+      release(kept.back());
+      kept.pop_back();
+    }
+    two_step_blocks.push_back(allocate(512));
+    if (two_step_blocks.size() == 3) {
+      release(two_step_blocks.front());
+      two_step_blocks.erase(two_step_blocks.begin());
+    }
+    result.calls_by_step.push_back(device.counters().map_calls + device.counters().unmap_calls);
+  }
+  result.reserved_peak = device.counters().reserved_peak;
+  return result;
+}
+
+// Generated loops whose online placement keeps moving pages every few steps. Every block of every
+// loop is checked against the blocks live beside it. Measured with the plans (rule 5): 24 of these
+// 30 loops make no device call from their eighth step on, the other 6 at most 23 calls in their
+// last 8 steps (67 in all), and one loop's plan takes its reserved peak to 1.0487 x its requested
+// peak (moving blocks costs room while the old ones live); the test holds those figures. The same
+// loops with rule 5 switched off in the source: 15 loops call after their eighth step (167
+// calls), the highest reserved peak 1.0256 x.
+TEST(MemreplayPolicyStepPlan, GeneratedTrainingLoopsSettleWithNoOverlap) {
+  int settled = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const LoopResult result = run_training_loop(seed, 16);
+    ASSERT_EQ(result.calls_by_step.size(), 16u);
+    const uint64_t after_step_8 = result.calls_by_step.back() - result.calls_by_step[7];
+    settled += after_step_8 == 0;
+    EXPECT_LE(after_step_8, 23u) << "seed " << seed;
+    EXPECT_LE(result.reserved_peak, result.requested_peak * 105 / 100) << "seed " << seed;
+  }
+  EXPECT_GE(settled, 24) << "loops with no device call after their eighth step";
+}
+
+}  // namespace
+}  // namespace memreplay
