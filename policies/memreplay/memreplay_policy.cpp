@@ -310,7 +310,8 @@ class MemreplayPolicy final : public Policy {
 MEMREPLAY_REGISTER_POLICY(memreplay, .name = "memreplay",
                           .description =
                               "ours: one VMM range for all streams, pages mapped under blocks up to "
-                              "1/64 above the live high-water mark, cached pages moved beyond it",
+                              "1/64 above the live high-water mark, cached pages moved beyond it, a "
+                              "repeating run placed by a plan learnt from its last period",
                           .options_help = "(no options)", .factory = &MemreplayPolicy::create);
 
 }  // namespace memreplay
