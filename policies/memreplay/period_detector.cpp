@@ -27,10 +27,11 @@ constexpr uint64_t kBaseToTheWindow = power(kBase, 16);
 
 uint64_t PeriodDetector::on_allocate(uint64_t key, uint64_t bytes, uint64_t device_calls_so_far) {
   const uint64_t seq = count_;
-  const Entry entry{key, bytes, kNotFreed, device_calls_so_far, 0};
-  if (history_.size() < kHistory)
+  const Entry entry{key, bytes, kNotFreed, device_calls_so_far, 0, 0};
+  if (history_.size() < kHistory) {
+    if (history_.empty()) history_.reserve(kHistory);
     history_.push_back(entry);
-  else
+  } else
     at(seq) = entry;
   ++count_;
   search_credit_ = std::min(search_credit_ + kSearchCredit, kMaxSearchCredit);
@@ -49,9 +50,9 @@ uint64_t PeriodDetector::on_allocate(uint64_t key, uint64_t bytes, uint64_t devi
   if (count_ >= kWindow && mix(window_hash_) % kAnchorEvery == 0) {
     if (period_ == 0) find_period(window_hash_);
     if (anchors_.size() >= kMaxAnchors) anchors_.clear();  // bounded: start over
-    std::vector<uint64_t>& positions = anchors_[window_hash_];
-    if (positions.size() == kPositionsPerAnchor) positions.erase(positions.begin());
-    positions.push_back(count_);
+    uint64_t& latest = anchors_[window_hash_];
+    at(seq).previous_anchor = latest;
+    latest = count_;
   }
   return seq;
 }
@@ -74,17 +75,21 @@ void PeriodDetector::find_period(uint64_t hash) {
   const auto found = anchors_.find(hash);
   if (found == anchors_.end()) return;
   // The most recent earlier position first: the shortest period.
-  for (auto position = found->second.rbegin(); position != found->second.rend(); ++position) {
-    const uint64_t period = count_ - *position;
-    if (period == 0) continue;
+  uint64_t position = found->second;
+  for (size_t tried = 0; tried < kPositionsPerAnchor && position != 0; ++tried) {
+    const uint64_t period = count_ - position;
     if (period > kMaxPeriod) break;
-    const uint64_t run = matching_run(period, search_credit_);
-    search_credit_ -= std::min(search_credit_, run + 1);
-    if (run >= period) {
-      adopt(period, run);
-      return;
+    if (period != 0) {
+      const uint64_t run = matching_run(period, search_credit_);
+      search_credit_ -= std::min(search_credit_, run + 1);
+      if (run >= period) {
+        adopt(period, run);
+        return;
+      }
+      if (search_credit_ == 0) return;  // undecided: the next anchor tries again
     }
-    if (search_credit_ == 0) return;  // undecided: the next anchor tries again
+    if (!held(position - 1)) break;
+    position = at(position - 1).previous_anchor;
   }
 }
 

@@ -8,7 +8,7 @@
 // kAnchorEvery, chosen by the hash, so that a repeat of the sequence repeats its anchors); where
 // an anchor's hash was seen before, each earlier position is a candidate period, and the shortest
 // whose last period equals the one before it is taken. It holds while each new allocation equals
-// the one a period earlier. Memory is bounded: the last 2 x kMaxPeriod allocations and at most
+// the one a period earlier. Memory is bounded: the last kHistory allocations and at most
 // kMaxAnchors anchors (the table starts over when full).
 #pragma once
 
@@ -21,7 +21,11 @@ namespace memreplay::detail {
 
 class PeriodDetector {
  public:
-  static constexpr uint64_t kMaxPeriod = uint64_t{1} << 15;
+  // Longer periods are not looked for: a plan holds at most StepPlan::kMaxSlots (4096) slots.
+  static constexpr uint64_t kMaxPeriod = uint64_t{1} << 12;
+  // The allocations remembered: four of the longest periods (lifetimes and device calls are read
+  // up to four periods back), a power of two (a ring indexed by a mask).
+  static constexpr uint64_t kHistory = 4 * kMaxPeriod;
   static constexpr uint64_t kNotFreed = UINT64_MAX;
 
   // At each allocation, before it is placed: its key (size and stream). Returns its sequence
@@ -63,7 +67,6 @@ class PeriodDetector {
   static constexpr uint64_t kAnchorEvery = 8;
   static constexpr size_t kPositionsPerAnchor = 16;
   static constexpr size_t kMaxAnchors = 1 << 13;
-  static constexpr uint64_t kHistory = 2 * kMaxPeriod;
   // Searching for a period compares allocations: at most kSearchCredit per allocation, on
   // average, so that a run that almost repeats costs no more than one that does.
   static constexpr uint64_t kSearchCredit = 64;
@@ -74,6 +77,8 @@ class PeriodDetector {
     uint64_t bytes;
     uint64_t freed_at;  // allocations made when it was freed, kNotFreed while live
     uint64_t calls_before;  // device calls the policy had made before it
+    // At an anchor (the window ending here): the previous position of the same hash, 0 if none.
+    uint64_t previous_anchor;
     uint64_t address;
   };
   const Entry& at(uint64_t seq) const { return history_[seq % kHistory]; }
@@ -88,7 +93,9 @@ class PeriodDetector {
   std::vector<Entry> history_;  // grows to kHistory, then a ring
   uint64_t count_ = 0;
   uint64_t window_hash_ = 0;
-  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> anchors_;  // hash -> positions after the window
+  // hash -> the latest position (allocations made) where the window had it; the earlier ones
+  // are chained through the history (Entry::previous_anchor), at most kPositionsPerAnchor.
+  absl::flat_hash_map<uint64_t, uint64_t> anchors_;
   uint64_t period_ = 0;
   uint64_t matched_ = 0;
   uint64_t search_credit_ = 0;

@@ -75,7 +75,7 @@ TEST(PeriodDetector, ARunThatDoesNotRepeatHasNoPeriodAndBoundedHistory) {
   Random random{42};
   PeriodDetector detector;
   // Three times the history: old allocations leave it, and their frees are ignored.
-  const uint64_t count = 3 * 2 * PeriodDetector::kMaxPeriod;
+  const uint64_t count = 3 * PeriodDetector::kHistory;
   for (uint64_t seq = 0; seq < count; ++seq) {
     detector.on_allocate(random(1 << 20) * 512, 512, 0);
     if (seq >= 8) detector.on_free(seq - 8);
