@@ -31,8 +31,8 @@ class PeriodDetector {
   // At each allocation, before it is placed: its key (size and stream). Returns its sequence
   // number (0, 1, ...).
   uint64_t on_allocate(uint64_t key, uint64_t bytes, uint64_t device_calls_so_far);
-  // Where the allocation with sequence number `seq` was placed, and where it was (0: unknown, or
-  // no longer held).
+  // placed() records where allocation `seq` went; address_of() reads it back (0: unknown, or no
+  // longer held).
   void placed(uint64_t seq, uint64_t address) {
     if (held(seq)) at(seq).address = address;
   }
