@@ -33,17 +33,19 @@
 //      place_tightest). The request fails only when the cap minus what live blocks pin cannot
 //      hold it.
 //   5. A run that repeats itself (PeriodDetector: a training loop's steps, an inference loop's
-//      cycle of batches) and whose last period still made device calls gets a plan: the next
-//      period's blocks packed around the blocks live through it (StepPlan), within the reclaim
-//      line, and followed period after period while the run keeps repeating; the plan's pages are
-//      mapped as its blocks first need them and never moved, so the steps after it make no call.
-//      A run that departs from the plan (another size, a block freed later than planned) drops it
-//      and is placed by rules 1-3 again. Not under a capacity, where rule 4 decides.
+//      cycle of batches), has repeated twice and still made device calls in its last period gets
+//      a plan (StepPlan): every block of the coming periods at a place no block live beside it
+//      takes; kept where the last period put it where that fits under the reclaim line, else,
+//      once four periods in a row have made calls, packed afresh above every live block. It is
+//      followed while the run follows it; its pages are mapped as its blocks first need them,
+//      and once the blocks of the periods before it are gone they never move, so the steps after
+//      make no call. A run that departs from it (another size, a place not free) drops it and is
+//      placed by rules 1-3 again. Not under a capacity, where rule 4 decides.
 // An online allocator cannot grow in steps larger than that margin without risking more than
 // 1.02 x at an unknown peak, so the growth from nothing to the peak costs about
 // ln(peak / first step) / ln(1 + 1/64) maps; PyTorch's segments grow by whole requests.
-// Everything is known to a running allocator: its own live blocks, its mapped pages and its own
-// high-water mark. No options: nothing to tune.
+// Everything is known to a running allocator: its own live blocks, its mapped pages, its own
+// high-water mark and the requests it has served. No options: nothing to tune.
 #include <algorithm>
 #include <memory>
 
