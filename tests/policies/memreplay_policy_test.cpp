@@ -115,6 +115,31 @@ TEST(VmmArenaReclaim, OneCallUnmapsTheWholeSmallestRunThatHoldsWhatMustGo) {
   EXPECT_EQ(arena.mapped_bytes(), 6 * kMiB) << "the live blocks' pages";
 }
 
+// GIVEN cached runs of 3 and 6 pages, WHEN a reclaim keeps a plan's pages (the larger run and one
+// page of the smaller), THEN only the smaller run's other pages go, and a placement at a planned
+// address inside the kept run costs nothing (place_in), where one outside any free range fails.
+TEST(VmmArenaReclaim, APlansPagesStayMapped) {
+  SimDevice device(SimDevice::Options{});
+  detail::VmmArena arena(device, 64 * kMiB);
+  const auto blocks = take_in_a_row(arena, {2 * kMiB, 6 * kMiB, 2 * kMiB, 12 * kMiB, 2 * kMiB});
+  const uint64_t small_run = blocks[1]->start;
+  const uint64_t large_run = blocks[3]->start;
+  arena.give_back(blocks[1]);
+  arena.give_back(blocks[3]);
+  detail::IntervalSet plan_pages;
+  plan_pages.insert(small_run, small_run + 2 * kMiB);
+  plan_pages.insert(large_run, large_run + 12 * kMiB);
+  EXPECT_EQ(arena.reclaim(UINT64_MAX, 0, 0, &plan_pages), 4 * kMiB) << "the small run's two unkept pages";
+  EXPECT_EQ(arena.mapped_bytes(), 20 * kMiB);
+  const suballoc::Range* free_range = blocks[2]->right;
+  ASSERT_TRUE(free_range != nullptr && free_range->free);
+  const auto planned = arena.place_in(free_range, large_run + 4 * kMiB, 4 * kMiB);
+  ASSERT_TRUE(planned);
+  EXPECT_EQ(planned->new_bytes, 0u);
+  EXPECT_FALSE(arena.place_in(free_range, large_run + 10 * kMiB, 4 * kMiB)) << "past the free range's end";
+  EXPECT_FALSE(arena.place_in(blocks[2], blocks[2]->start, 512)) << "a live block is no free range";
+}
+
 // GIVEN a cached 3-page run that a 6 MiB placement finds all mapped, WHEN the run is unmapped,
 // THEN the same placement needs its 6 MiB of pages mapped again: what the arena remembers as
 // mapped (to skip a B-tree lookup per candidate) must not outlive an unmap.
