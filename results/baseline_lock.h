@@ -3,10 +3,15 @@
 // written, so that concurrent updates follow one another and none loses another's entries.
 // The holder removes the lock file as it lets go; a waiter that then holds a removed file sees
 // so and locks the file now at that path instead, so that two holders never overlap.
+// SIGINT, SIGTERM or SIGHUP while it is held remove it too (base/temp_file_cleanup.h): an
+// interrupted update leaves nothing beside the baseline. Only SIGKILL can leave the file, and
+// the next update takes it over and removes it.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "base/temp_file_cleanup.h"
 #include "base/unique_fd.h"
 
 namespace memreplay::results {
@@ -22,6 +27,7 @@ class BaselineLock {
  private:
   std::string path_;
   UniqueFd fd_;  // closing it lets the flock go
+  std::optional<TempFileGuard> removed_on_signal_;  // armed only while held: never another's file
 };
 
 }  // namespace memreplay::results

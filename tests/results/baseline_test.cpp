@@ -1,11 +1,16 @@
 // The baseline file: what check writes, check reads back the same (odd names, extreme numbers
-// included); the committed version-1 baseline still reads; the lock makes a second updater wait.
+// included); the committed version-1 baseline still reads; the lock makes a second updater wait,
+// and a signal removes the lock file of the update it ends, never the one of the update it waits for.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -106,6 +111,67 @@ TEST(BaselineLock, ASecondUpdaterWaitsForTheFirst) {
   }
   second.join();
   EXPECT_TRUE(second_holds.load());
+  EXPECT_FALSE(std::filesystem::exists(baseline + ".lock"));
+  std::filesystem::remove_all(dir);
+}
+
+// A child process that, once a byte comes on `go` (if not -1), takes the lock on `baseline`, says
+// so through `ready`, and waits to be ended by a signal. Forked before the parent locks anything:
+// a forked child inherits the parent's guarded paths.
+pid_t updater_killed_by_signal(const std::string& baseline, int go, int ready) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    char byte;
+    if (go >= 0 && ::read(go, &byte, 1) != 1) std::_Exit(3);
+    results::BaselineLock lock(baseline);
+    const char held = 1;
+    if (::write(ready, &held, 1) != 1) std::_Exit(3);
+    for (;;) ::pause();
+  }
+  return child;
+}
+
+TEST(BaselineLock, ASignalToTheHolderRemovesTheLockFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("memreplay_lock_sig_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string baseline = (dir / "b.json").string();
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = updater_killed_by_signal(baseline, -1, ready[1]);
+    char held = 0;
+    ASSERT_EQ(::read(ready[0], &held, 1), 1);
+    EXPECT_TRUE(std::filesystem::exists(baseline + ".lock"));
+    ::kill(child, signal);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << strsignal(signal);
+    EXPECT_FALSE(std::filesystem::exists(baseline + ".lock")) << strsignal(signal);
+    ::close(ready[0]);
+    ::close(ready[1]);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BaselineLock, ASignalToAWaiterLeavesTheHoldersLockFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("memreplay_lock_wait_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string baseline = (dir / "b.json").string();
+  int go[2], ready[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t waiter = updater_killed_by_signal(baseline, go[0], ready[1]);
+  {
+    results::BaselineLock holder(baseline);
+    ASSERT_EQ(::write(go[1], "g", 1), 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // it waits in flock by now
+    ::kill(waiter, SIGTERM);
+    int status = 0;
+    ::waitpid(waiter, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    EXPECT_TRUE(std::filesystem::exists(baseline + ".lock")) << "the holder's file was removed under it";
+  }
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
   EXPECT_FALSE(std::filesystem::exists(baseline + ".lock"));
   std::filesystem::remove_all(dir);
 }
