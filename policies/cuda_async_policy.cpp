@@ -50,7 +50,7 @@ class CudaAsyncPolicy final : public Policy {
   // max_memory_reserved/allocated) leave them out (measured: a job's UsedMemHigh is the requested
   // peak of its default-pool allocations alone, to the byte). Here each is a device malloc of its
   // own: the process's footprint counts it, the pool's figures do not.
-  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool, Capture) override {
     if (pool == 0) return do_allocate(bytes, stream);
     const auto address = device_.malloc(bytes);
     if (!address) return std::nullopt;

@@ -12,9 +12,10 @@
 //   free(address, stream)    do_free returns false for an address this policy did not hand out
 //                            (or already took back): PolicyContractError, never silence
 //   adopt_segment, adopt_block  0 < size <= kMaxRequestBytes and size >= requested
-//   allocate_in_pool(bytes, stream, pool)  as allocate(), in a private pool (a CUDA graph's or a
-//                            torch.cuda.MemPool's, as the trace names it); a policy without
-//                            private pools serves it from its one pool
+//   allocate_in_pool(bytes, stream, pool, capture)  as allocate(), in a private pool (a CUDA
+//                            graph's or a torch.cuda.MemPool's, as the trace names it), with
+//                            whether a graph capture was underway as far as the trace says; a
+//                            policy without private pools serves it from its one pool
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,11 @@ namespace memreplay {
 
 // A memory pool as a trace names it (proto/event.h's Event::pool): 0 is the default pool.
 using PoolId = uint16_t;
+
+// Whether an allocation in a private pool was made while its stream was capturing a CUDA graph, as
+// far as the trace says: PyTorch 2.13 runs the last step of its retry ladder for a MemPool's
+// allocation outside a capture, where 2.11 skips it in every private pool.
+enum class Capture : uint8_t { unknown, capturing, not_capturing };
 
 struct Block {
   uint64_t address = 0;
@@ -67,7 +73,8 @@ class Policy {
   }
   // `pool` 0 is allocate() itself. Allocations in a private pool are served from that pool's
   // segments only, and their blocks go back to it.
-  std::optional<Block> allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+  std::optional<Block> allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool,
+                                        Capture capture = Capture::unknown) {
     if (pool == 0) return allocate(bytes, stream);
     if (bytes == 0) [[unlikely]]
       throw PolicyContractError("allocate of 0 bytes (a request must be > 0)");
@@ -75,7 +82,7 @@ class Policy {
       ++ooms_;
       return std::nullopt;
     }
-    auto block = do_allocate_in_pool(bytes, stream, pool);
+    auto block = do_allocate_in_pool(bytes, stream, pool, capture);
     if (!block) [[unlikely]]
       ++ooms_;
     return block;
@@ -138,8 +145,8 @@ class Policy {
   virtual void do_empty_cache() {}
   virtual void do_release_pool(PoolId pool) { (void)pool; }
   // Policies without private pools serve every pool from their one pool.
-  virtual std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
-    (void)pool;
+  virtual std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool, Capture capture) {
+    (void)pool, (void)capture;
     return do_allocate(bytes, stream);
   }
   virtual std::optional<uint64_t> do_adopt_segment(uint64_t bytes, StreamId stream) {

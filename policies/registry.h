@@ -46,6 +46,9 @@ struct PolicyInfo {
   // rather than what the trace needs ("" for none): its reserved peak is then that share of the
   // (simulated) device's memory or of the --capacity, which every table names next to it.
   std::string reserves_up_front;
+  // Its decisions depend on whether a private pool's allocation was made under a CUDA graph
+  // capture (allocate_in_pool's Capture): a replay warns where the trace cannot say.
+  bool decides_by_capture = false;
 };
 
 class PolicyRegistry {

@@ -55,8 +55,7 @@ std::optional<std::string> torch_version_mismatch(std::string_view trace_version
 std::optional<std::string> torch_version_mismatch(std::string_view trace_version, std::string_view policy_spec,
                                                   const std::vector<PolicyInfo>& policies) {
   // Named, not a structured binding: a lambda may not capture one (clang, C++20).
-  const auto [spec_name, options] = detail::split_spec(policy_spec);
-  const std::string_view name = spec_name;
+  const std::string_view name = detail::split_spec(policy_spec).first;
   const auto named =
       std::find_if(policies.begin(), policies.end(), [&](const PolicyInfo& p) { return p.name == name; });
   if (named == policies.end()) return std::nullopt;
@@ -83,11 +82,12 @@ std::optional<std::string> torch_version_mismatch(std::string_view trace_version
       newest_version = version;
     }
   }
-  const std::string suffix = options.empty() ? "" : ":" + std::string(options);
+  // The variant is named without the spec's options (the user keeps theirs): the same text for
+  // every spec of one family, so that a command with several warns once per trace.
   if (match != nullptr && match != info) {
     // The plain family name is the measured model; an @VERSION variant is read from source only.
     const bool measured = match->name.find('@') == std::string::npos;
-    message += "; --policy " + match->name + suffix + " models " + to_string(*recorded) +
+    message += "; --policy " + match->name + " models " + to_string(*recorded) +
                (measured ? " (checked against real traces)" : " (read from PyTorch's source; no ground truth here)");
   } else if (match == nullptr) {
     message += "; no policy models " + to_string(*recorded);

@@ -47,6 +47,9 @@ enum EventFlag : uint32_t {
   kFailed = 1u << 1,
   // The event was inferred by an importer rather than recorded (e.g. empty_cache).
   kInferred = 1u << 2,
+  // An alloc made while its stream was capturing a CUDA graph (live recorder; the header's
+  // captures_flagged says whether the trace sets it at all).
+  kCaptured = 1u << 3,
 };
 
 // Pool ids: 0 is the allocator's default pool; a private pool (a CUDA graph's, a
@@ -75,7 +78,7 @@ struct Event {
 std::string_view event_kind_name(EventKind kind);
 std::optional<EventKind> event_kind_from_name(std::string_view name);
 bool is_valid_event_kind(uint32_t value);
-// An EventFlag by its name: "preexisting", "failed", "inferred".
+// An EventFlag by its name: "preexisting", "failed", "inferred", "captured".
 std::optional<EventFlag> event_flag_from_name(std::string_view name);
 
 }  // namespace memreplay

@@ -21,7 +21,8 @@ enum : uint32_t {
   allocator_settings = 9,
   producer = 10,
   starts_mid_run = 11,
-  pools = 12
+  pools = 12,
+  captures_flagged = 13
 };
 }
 namespace pool_field {

@@ -29,7 +29,9 @@ inline constexpr uint32_t kMaxRecordBytes = 256u << 20;
 // The format version, its one definition (TraceHeader.format_major/format_minor). Readers accept
 // every minor version of their major and refuse a newer major.
 inline constexpr uint32_t kFormatMajor = 1;  // bump on every incompatible change
-inline constexpr uint32_t kFormatMinor = 2;  // bump on a compatible addition (1: pools, 2: devices' cap)
+// Bump the minor on a compatible addition (1: pools, 2: devices' cap, 3: allocations under a CUDA
+// graph capture flagged).
+inline constexpr uint32_t kFormatMinor = 3;
 
 enum class RecordType : uint32_t { header = 1, chunk = 2, footer = 3 };
 

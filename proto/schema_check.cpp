@@ -20,7 +20,8 @@ static_assert(same(Header::kFormatMajorFieldNumber, h::format_major) &&
               same(Header::kDevicesFieldNumber, h::devices) &&
               same(Header::kAllocatorSettingsFieldNumber, h::allocator_settings) &&
               same(Header::kProducerFieldNumber, h::producer) &&
-              same(Header::kStartsMidRunFieldNumber, h::starts_mid_run) && same(Header::kPoolsFieldNumber, h::pools));
+              same(Header::kStartsMidRunFieldNumber, h::starts_mid_run) && same(Header::kPoolsFieldNumber, h::pools) &&
+              same(Header::kCapturesFlaggedFieldNumber, h::captures_flagged));
 static_assert(same(proto::PoolInfo::kIdFieldNumber, pool_field::id) &&
               same(proto::PoolInfo::kKindFieldNumber, pool_field::kind) &&
               same(proto::PoolInfo::kTorchIdFirstFieldNumber, pool_field::torch_id_first) &&

@@ -71,6 +71,7 @@ std::string encode_header(const TraceHeaderFields& h) {
     wire::text(pool, pool_field::name, wire::valid_utf8(p.name));
     wire::bytes(out, pools, pool);
   }
+  wire::scalar(out, captures_flagged, h.captures_flagged ? 1 : 0);
   return out;
 }
 

@@ -70,6 +70,7 @@ struct TraceHeaderFields {
     std::string name;
   };
   std::vector<Pool> pools;
+  bool captures_flagged = false;  // allocs under a CUDA graph capture carry kCaptured
 };
 
 struct TraceEncoderOptions {

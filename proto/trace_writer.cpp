@@ -94,6 +94,7 @@ TraceHeaderFields header_fields(const proto::TraceHeader& h) {
   fields.starts_mid_run = h.starts_mid_run();
   for (const proto::PoolInfo& p : h.pools())
     fields.pools.push_back({p.id(), p.kind(), p.torch_id_first(), p.torch_id_second(), p.name()});
+  fields.captures_flagged = h.captures_flagged();
   return fields;
 }
 

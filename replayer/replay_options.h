@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace memreplay {
 
@@ -33,6 +34,11 @@ struct ReplayOptions {
   // such a block is no error). The reserved memory then does not depend on what was allocated or
   // cached before the recording began (the pytest plugin's limits).
   bool from_empty_pool = false;
+  // What the trace says of CUDA graph captures (run_replay sets them from its header): whether
+  // every alloc made under a capture carries kCaptured, and the pools that are a capture's own
+  // (kind "graph"). The session tells the policy each private-pool allocation's Capture.
+  bool captures_flagged = false;
+  std::vector<uint16_t> capture_pools;
 };
 
 }  // namespace memreplay

@@ -43,12 +43,20 @@ void refuse_eventless_trace(const TraceReader& reader, bool read_any_event) {
                    ": the trace holds no event (a recording of a program that made no GPU allocation?)");
 }
 
+void read_trace_header(const proto::TraceHeader& header, ReplayOptions& options) {
+  options.check_pools = options.check_pools || may_have_private_pools(header);
+  options.captures_flagged = header.captures_flagged();
+  options.capture_pools.clear();
+  for (const auto& pool : header.pools())
+    if (pool.kind() == "graph") options.capture_pools.push_back(static_cast<uint16_t>(pool.id()));
+}
+
 ReplayMetrics run_replay(const ReplayOptions& options) {
   TraceReader reader(options.trace_path);
   auto [device, policy] = make_replay_target(reader, options);
 
   ReplayOptions session_options = options;
-  session_options.check_pools = options.check_pools || may_have_private_pools(reader.header());
+  read_trace_header(reader.header(), session_options);
   ReplaySession session(*policy, *device, session_options);
   std::vector<Event> batch;
   uint64_t index = 0;
@@ -122,10 +130,31 @@ std::optional<std::string> use_recorded_capacity(ReplayOptions& options) {
          " B); --capacity overrides it";
 }
 
+std::optional<std::string> capture_warning(const std::string& trace, const proto::TraceHeader& header,
+                                           const std::string& policy_spec) {
+  const std::string name = policy_spec.substr(0, policy_spec.find(':'));
+  const PolicyInfo* info = PolicyRegistry::instance().find(name);
+  if (info == nullptr || !info->decides_by_capture || header.captures_flagged()) return std::nullopt;
+  // A capture's own pool (kind "graph") is always a capture; a live recording announces its pools
+  // as it goes, so any of them may be a MemPool's.
+  bool ambiguous = header.source() == "pytorch-live";
+  for (const auto& pool : header.pools()) ambiguous |= pool.kind() != "graph";
+  if (!ambiguous) return std::nullopt;
+  return trace + ": the trace does not say which allocations in its MemPool-like pools (kind mempool) were made "
+                 "under a CUDA graph capture (a snapshot, or a recorder older than format 1.3); '" +
+         name + "' reads them as captured, as 2.11 decides; a memreplay.torch recording says";
+}
+
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   std::vector<std::string> warnings;
   if (auto warning = torch_version_warning(options.trace_path, options.policy_spec))
     warnings.push_back(std::move(*warning));
+  try {
+    const TraceReader reader(options.trace_path);
+    if (auto warning = capture_warning(options.trace_path, reader.header(), options.policy_spec))
+      warnings.push_back(std::move(*warning));
+  } catch (const std::exception&) {  // the replay itself reports an unreadable trace
+  }
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
   if (spec.find("garbage_collection_threshold") != std::string::npos && !options.capacity && !fraction)

@@ -28,6 +28,16 @@ struct ReplayTarget {
 };
 ReplayTarget make_replay_target(const TraceReader& reader, const ReplayOptions& options);
 
+// The warning for replaying a trace with a policy that decides by graph captures
+// (PolicyInfo::decides_by_capture) when the trace cannot say which of its private-pool allocations
+// were made under one; nullopt otherwise.
+std::optional<std::string> capture_warning(const std::string& trace, const proto::TraceHeader& header,
+                                           const std::string& policy_spec);
+
+// What a session takes from the trace's header: the pool check for traces with private pools,
+// and what the trace says of CUDA graph captures (ReplayOptions::captures_flagged, capture_pools).
+void read_trace_header(const proto::TraceHeader& header, ReplayOptions& options);
+
 // Refuses, with an InputError naming the file, a trace of which no event could be read: one cut
 // off before its first whole chunk, or one that holds no event. Either would replay (or validate)
 // as nothing at all, its zeros read as a result.

@@ -115,7 +115,8 @@ void ReplaySession::on_alloc(const Event& event, uint64_t trace_index) {
   }
   std::optional<Block> block;
   try {
-    block = timed_allocate(event.size, event.stream, event.pool);
+    block = timed_allocate(event.size, event.stream, event.pool,
+                           event.pool == kDefaultPool ? Capture::not_capturing : capture_of(event));
   } catch (...) {
     live_.take(event.address);
     throw;
@@ -157,10 +158,18 @@ uint64_t ReplaySession::device_calls() const {
          c.pool_grow_calls + c.pool_trim_calls + c.failed_calls;
 }
 
-std::optional<Block> ReplaySession::allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool) {
+Capture ReplaySession::capture_of(const Event& event) const {
+  if (event.has_flag(kCaptured)) return Capture::capturing;
+  if (options_.captures_flagged) return Capture::not_capturing;
+  const auto& graphs = options_.capture_pools;
+  return std::find(graphs.begin(), graphs.end(), event.pool) != graphs.end() ? Capture::capturing : Capture::unknown;
+}
+
+std::optional<Block> ReplaySession::allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool,
+                                                               Capture capture) {
   const uint64_t calls_before = device_calls();
   const auto start = std::chrono::steady_clock::now();
-  auto block = policy_.allocate_in_pool(bytes, stream, pool);
+  auto block = policy_.allocate_in_pool(bytes, stream, pool, capture);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   (device_calls() == calls_before ? allocate_cached_ : allocate_device_).record(static_cast<uint64_t>(ns.count()));
   return block;
@@ -217,7 +226,7 @@ void ReplaySession::on_preexisting_alloc(const Event& event, uint64_t trace_inde
     if (event.address < segment->first + segment_size)
       block = policy_.adopt_block(policy_base + (event.address - segment->first), block_size, event.size, event.stream);
   }
-  if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool);
+  if (!block) block = policy_.allocate_in_pool(event.size, event.stream, event.pool, capture_of(event));
   // The starting state does not fit under the capacity (as `fit` probes it) or under the policy's
   // own limit (rmm_pool's maximum_pool_size): an OOM, as any allocation the policy cannot serve,
   // not bad input.

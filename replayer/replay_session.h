@@ -102,17 +102,19 @@ class ReplaySession {
   std::string contract_fault(const std::string& what) const;
   uint64_t device_calls() const;
   // The policy's allocate and free, timed per operation only with options_.time_operations.
-  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool) {
+  std::optional<Block> timed_allocate(uint64_t bytes, StreamId stream, PoolId pool, Capture capture) {
     if (!options_.time_operations) [[likely]]
-      return policy_.allocate_in_pool(bytes, stream, pool);
-    return allocate_measuring_latency(bytes, stream, pool);
+      return policy_.allocate_in_pool(bytes, stream, pool, capture);
+    return allocate_measuring_latency(bytes, stream, pool, capture);
   }
+  // Whether the trace says `event` (an alloc in a private pool) was made under a graph capture.
+  Capture capture_of(const Event& event) const;
   void timed_free(uint64_t address, StreamId stream) {
     if (!options_.time_operations) [[likely]]
       return policy_.free(address, stream);
     free_measuring_latency(address, stream);
   }
-  std::optional<Block> allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool);
+  std::optional<Block> allocate_measuring_latency(uint64_t bytes, StreamId stream, PoolId pool, Capture capture);
   void free_measuring_latency(uint64_t address, StreamId stream);
 
   Policy& policy_;

@@ -84,7 +84,9 @@ void TraceSummarizer::count_pool(DeviceState& state, const Event& event) {
   const bool recorded = !event.has_flag(kPreexisting);
   const bool growth = event.kind == EventKind::segment_alloc || event.kind == EventKind::segment_map;
   if (event.kind == EventKind::alloc) {
-    state.summary.pools[event.pool].allocs += recorded;
+    DeviceSummary::Pool& pool = state.summary.pools[event.pool];
+    pool.allocs += recorded;
+    pool.captured_allocs += recorded && event.has_flag(kCaptured);
     state.summary.has_allocations = true;
   } else if (growth) {
     DeviceSummary::Pool& pool = state.summary.pools[event.pool];
@@ -206,8 +208,11 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
     nlohmann::json pools = nlohmann::json::object();
     if (!summary.pools.empty() || d.pools.size() > 1)
       for (const auto& [pool, p] : d.pools)
-        pools[std::to_string(pool)] = {{"allocs", p.allocs},
-                                       {"segments", p.segments},
+        pools[std::to_string(pool)] = {
+            {"allocs", p.allocs},
+            // How many were made under a CUDA graph capture, where the trace says (captures_flagged).
+            {"captured_allocs", h.captures_flagged() ? nlohmann::json(p.captured_allocs) : nlohmann::json(nullptr)},
+            {"segments", p.segments},
                                        {"peak_reserved_bytes", p.peak_reserved_bytes},
                                        {"peak_requested_bytes", p.peak_requested_bytes}};
     devices.push_back({{"device", d.device},
@@ -247,6 +252,7 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
           {"command_line", h.command_line()},
           {"pid", h.pid()},
           {"starts_mid_run", h.starts_mid_run()},
+          {"captures_flagged", h.captures_flagged()},
           {"complete", reader.complete()},
           {"allocator_settings", settings},
           {"pools", pools},

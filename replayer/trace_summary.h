@@ -66,6 +66,7 @@ struct DeviceSummary {
   // starting state apart, as above); the peaks include the starting state.
   struct Pool {
     uint64_t allocs = 0;
+    uint64_t captured_allocs = 0;  // allocs flagged kCaptured (made under a CUDA graph capture)
     uint64_t segments = 0;  // cudaMalloc segments and mapped expandable ranges
     uint64_t peak_reserved_bytes = 0;  // the most its segments held at once
     uint64_t peak_requested_bytes = 0;  // the most its live blocks' requested bytes reached

@@ -43,8 +43,8 @@ class ObservingPolicy final : public Policy {
     if (track_blocks_) live_.erase(address);
     return true;
   }
-  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override {
-    auto block = inner_.allocate_in_pool(bytes, stream, pool);
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool, Capture capture) override {
+    auto block = inner_.allocate_in_pool(bytes, stream, pool, capture);
     last_block_ = block ? std::pair{block->address, block->size} : std::pair<uint64_t, uint64_t>{};
     if (block && track_blocks_) live_[block->address] = {block->size, bytes, current_stack_};
     return block;

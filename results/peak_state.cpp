@@ -51,6 +51,7 @@ PeakState capture_peak_state(const ReplayOptions& options, const ReplayMetrics& 
   placed.follow_recorded_placement = measured.recorded_placement;
   placed.timeline_points = 1;
   TraceReader reader(placed.trace_path);
+  read_trace_header(reader.header(), placed);
   auto [device, policy] = make_replay_target(reader, placed);
   ObservingPolicy observer(*policy, false, true);
   ReplaySession session(observer, *device, placed);

@@ -40,7 +40,7 @@ TraceReplays replay_lanes(const ReplayOptions& base, const std::vector<ReplayLan
     Lane lane;
     ReplayOptions options = base;
     options.policy_spec = spec;
-    options.check_pools = base.check_pools || may_have_private_pools(reader.header());
+    read_trace_header(reader.header(), options);
     auto target = make_replay_target(reader, options);
     lane.device = std::move(target.device);
     lane.policy = std::move(target.policy);

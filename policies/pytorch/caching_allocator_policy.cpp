@@ -18,8 +18,8 @@ uint64_t saturating_add(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-CachingAllocatorPolicy::CachingAllocatorPolicy(const AllocConfig& config, Device& device)
-    : config_(config), device_(device) {
+CachingAllocatorPolicy::CachingAllocatorPolicy(const AllocConfig& config, Device& device, ReleaseRules rules)
+    : config_(config), device_(device), rules_(rules) {
   // set_per_process_memory_fraction(f): a limit only when f < 1 (2.11). The device's capacity is
   // that call; without one, the per_process_memory_fraction option sets it.
   const uint64_t total = device.total_memory();
@@ -55,8 +55,10 @@ CachingAllocatorPolicy::PrivatePool& CachingAllocatorPolicy::private_pool(PoolId
 }
 
 // do_allocate in a private pool (its header comment): the same ladder on that pool's BlockPools,
-// without the release_cached_blocks step, which PyTorch skips while a capture is underway.
-std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) {
+// without the release_cached_blocks step, which PyTorch 2.11 skips while a capture or a MemPool
+// scope is underway, and 2.13 only while the stream is capturing (ReleaseRules).
+std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool,
+                                                                 Capture capture) {
   const uint64_t size = round_size(bytes, config_);
   PrivatePool& owner = private_pool(pool);
   BlockPool& blocks = is_small_request(size) ? owner.small_blocks : owner.large_blocks;
@@ -64,7 +66,9 @@ std::optional<Block> CachingAllocatorPolicy::do_allocate_in_pool(uint64_t bytes,
   bool found = get_free_block(p);
   if (!found) {
     if (gc_active_) garbage_collect_cached_blocks();
-    found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false));
+    const bool last_step = rules_.last_step_outside_capture_only && capture == Capture::not_capturing;
+    found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false)) ||
+            (last_step && release_cached_blocks() && alloc_block(p, true));
   }
   if (!found) return std::nullopt;
   CacheBlock* block = alloc_found_block(p, bytes, should_split(p.block, size, p.expandable));
@@ -502,26 +506,54 @@ std::unique_ptr<Policy> make_pytorch(std::string_view options, Device& device) {
   return std::make_unique<CachingAllocatorPolicy>(parse_alloc_config(options), device);
 }
 
-}  // namespace
+std::unique_ptr<Policy> make_pytorch_2_13(std::string_view options, Device& device) {
+  return std::make_unique<CachingAllocatorPolicy>(parse_alloc_config(options), device,
+                                                  ReleaseRules{.last_step_outside_capture_only = true});
+}
+
+constexpr const char* kOptionsHelp =
+    "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
+    "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
+    "garbage_collection_threshold:F, expandable_segments:True|False, "
+    "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)";
 
 // The contract suite covers every option family (rounding, oversize, GC, expandable) and mixes.
+std::vector<std::string> contract_option_sets() {
+  return {"",
+          "expandable_segments:True",
+          "max_split_size_mb:20",
+          "max_split_size_mb:64,max_non_split_rounding_mb:30",
+          "roundup_power2_divisions:4",
+          "roundup_power2_divisions:[1:1,2:2,4:4,>:8]",
+          "large_segment_size_mb:40",
+          "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
+          "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
+          "expandable_segments:True,garbage_collection_threshold:0.6"};
+}
+
+}  // namespace
+
 MEMREPLAY_REGISTER_POLICY(
     pytorch, .name = "pytorch",
     .description =
         "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact against "
         "real H200 PyTorch 2.11 traces",
-    .options_help =
-        "as PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb:N, max_non_split_rounding_mb:N, "
-        "large_segment_size_mb:N, roundup_power2_divisions:N|[256:1,512:2,>:8], "
-        "garbage_collection_threshold:F, expandable_segments:True|False, "
-        "per_process_memory_fraction:F (e.g. pytorch:expandable_segments:True)",
+    .options_help = kOptionsHelp,
     .factory = make_pytorch,
-    .contract_option_sets = {"", "expandable_segments:True", "max_split_size_mb:20",
-                             "max_split_size_mb:64,max_non_split_rounding_mb:30", "roundup_power2_divisions:4",
-                             "roundup_power2_divisions:[1:1,2:2,4:4,>:8]", "large_segment_size_mb:40",
-                             "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
-                             "expandable_segments:True,roundup_power2_divisions:2,max_split_size_mb:24",
-                             "expandable_segments:True,garbage_collection_threshold:0.6"},
+    .contract_option_sets = contract_option_sets(),
     .models_torch_version = "2.11");
+
+// 2.11's model with the rules 2.13's source makes clear (ReleaseRules), the same contract.
+MEMREPLAY_REGISTER_POLICY(
+    pytorch_2_13, .name = "pytorch@2.13",
+    .description =
+        "PyTorch 2.13's caching allocator as read from its source, no ground truth here: 2.11's model, "
+        "and a MemPool's allocation outside a graph capture may release the cache and retry "
+        "(docs/pytorch-versions.md)",
+    .options_help = kOptionsHelp,
+    .factory = make_pytorch_2_13,
+    .contract_option_sets = contract_option_sets(),
+    .models_torch_version = "2.13",
+    .decides_by_capture = true);
 
 }  // namespace memreplay::pytorch

@@ -1,5 +1,7 @@
 // pytorch: a faithful model of PyTorch 2.11's native CUDA caching allocator
 // (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator), one device, default pools.
+// pytorch@2.13: the same with the rules of a later release that its source makes clear
+// (ReleaseRules; docs/pytorch-versions.md), read from source only: no ground truth for it here.
 //
 // allocate(n, stream):
 //   s = round_size(n); pool = small (s <= 1 MiB) or large; alloc = segment_size(s)
@@ -50,9 +52,18 @@
 
 namespace memreplay::pytorch {
 
+// The rules in which a later PyTorch release decides otherwise than 2.11 (all off: 2.11).
+struct ReleaseRules {
+  // 2.13 (PR #175374, malloc's retry chain at v2.13.0): the last step, release_cached_blocks and a
+  // retried alloc_block, is skipped only while the allocating stream is capturing a CUDA graph,
+  // not in every private pool: an allocation in a torch.cuda.MemPool (use_mem_pool) outside a
+  // capture releases the cached segments and retries. Capture::unknown is read as a capture.
+  bool last_step_outside_capture_only = false;
+};
+
 class CachingAllocatorPolicy final : public Policy {
  public:
-  CachingAllocatorPolicy(const AllocConfig& config, Device& device);
+  CachingAllocatorPolicy(const AllocConfig& config, Device& device, ReleaseRules rules = {});
 
   const CachingAllocatorStats& allocator_stats() const { return stats_; }
   const AllocConfig& config() const { return config_; }
@@ -66,7 +77,7 @@ class CachingAllocatorPolicy final : public Policy {
 
  private:
   std::optional<Block> do_allocate(uint64_t bytes, StreamId stream) override;
-  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool) override;
+  std::optional<Block> do_allocate_in_pool(uint64_t bytes, StreamId stream, PoolId pool, Capture capture) override;
   bool do_free(uint64_t address, StreamId stream) override;
   void do_empty_cache() override;
   void do_release_pool(PoolId pool) override;
@@ -121,6 +132,7 @@ class CachingAllocatorPolicy final : public Policy {
 
   AllocConfig config_;
   Device& device_;
+  ReleaseRules rules_;
   std::optional<uint64_t> allowed_max_;
   bool gc_active_ = false;
   BlockArena arena_;

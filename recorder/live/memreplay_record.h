@@ -10,7 +10,8 @@
  *   memreplay_record(r, MEMREPLAY_ALLOC, 0, stream, address, size, 0, 0, 0);
  *   memreplay_close(r, NULL);
  *
- * Header keys: "source", "command_line", "starts_mid_run" ("1"), "setting:KEY" (allocator
+ * Header keys: "source", "command_line", "starts_mid_run" ("1"), "captures_flagged" ("1": every
+ * alloc made under a CUDA graph capture carries MEMREPLAY_FLAG_CAPTURED), "setting:KEY" (allocator
  * settings), "device" ("INDEX;TOTAL_BYTES;NAME", once per device), "device_cap" ("INDEX;BYTES":
  * the per-process cap the run has on that device, e.g. PyTorch's set_per_process_memory_fraction
  * times its total memory; a replay uses it when given no capacity). pid and time are filled in.
@@ -35,7 +36,7 @@ extern "C" {
 #define MEMREPLAY_RECORD_API __attribute__((visibility("default")))
 
 #define MEMREPLAY_FORMAT_MAJOR 1
-#define MEMREPLAY_FORMAT_MINOR 2
+#define MEMREPLAY_FORMAT_MINOR 3
 
 /* size is the requested bytes unless said otherwise. */
 enum {
@@ -66,6 +67,7 @@ enum {
   MEMREPLAY_FLAG_PREEXISTING = 1, /* state of an allocator that ran before the trace started */
   MEMREPLAY_FLAG_FAILED = 2, /* the recorded call failed */
   MEMREPLAY_FLAG_INFERRED = 4, /* inferred rather than recorded */
+  MEMREPLAY_FLAG_CAPTURED = 8, /* an alloc made while its stream was capturing a CUDA graph */
 };
 
 typedef struct memreplay_recorder memreplay_recorder;
@@ -128,7 +130,8 @@ MEMREPLAY_RECORD_API uint32_t memreplay_format_version(uint32_t* minor);
 /* The number of an event kind by its name in proto/event.h ("alloc", "segment_map", ...), 0 for a
  * name this library does not know. */
 MEMREPLAY_RECORD_API uint32_t memreplay_event_kind(const char* name);
-/* The bit of an event flag by its name ("preexisting", "failed", "inferred"), 0 for a name this
+/* The bit of an event flag by its name ("preexisting", "failed", "inferred",
+ * "captured"), 0 for a name this
  * library does not know. */
 MEMREPLAY_RECORD_API uint32_t memreplay_event_flag(const char* name);
 

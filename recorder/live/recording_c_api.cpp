@@ -54,7 +54,8 @@ static_assert([] {
 }());
 static_assert(MEMREPLAY_FLAG_PREEXISTING == uint32_t{memreplay::kPreexisting} &&
               MEMREPLAY_FLAG_FAILED == uint32_t{memreplay::kFailed} &&
-              MEMREPLAY_FLAG_INFERRED == uint32_t{memreplay::kInferred});
+              MEMREPLAY_FLAG_INFERRED == uint32_t{memreplay::kInferred} &&
+              MEMREPLAY_FLAG_CAPTURED == uint32_t{memreplay::kCaptured});
 
 using memreplay::ContextResolver;
 using memreplay::FrameText;
@@ -160,6 +161,8 @@ memreplay_recorder* memreplay_open(const char* path, const char* const* header, 
         h.command_line = value;
       else if (key == "starts_mid_run")
         h.starts_mid_run = value == "1";
+      else if (key == "captures_flagged")
+        h.captures_flagged = value == "1";
       else if (key == "device")
         add_device(h, value);
       else if (key == "device_cap")

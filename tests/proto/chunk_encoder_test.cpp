@@ -14,7 +14,7 @@ namespace {
 // The encoders write every field of trace.proto; a field added there needs them (and
 // TraceHeaderFields, and TraceWriter's copy of the header) to learn it first.
 TEST(TraceSchema, HasNoFieldTheEncodersDoNotWrite) {
-  EXPECT_EQ(proto::TraceHeader::descriptor()->field_count(), 12);
+  EXPECT_EQ(proto::TraceHeader::descriptor()->field_count(), 13);
   EXPECT_EQ(proto::PoolInfo::descriptor()->field_count(), 5);
   EXPECT_EQ(proto::DeviceInfo::descriptor()->field_count(), 6);
   EXPECT_EQ(proto::Chunk::descriptor()->field_count(), 19);

@@ -417,6 +417,8 @@ TEST(PoolInfo, TheCliListsALiveTracesPools) {
   const std::string id = std::to_string(info["pools"][0]["id"].get<unsigned>());
   const json& pools = info["devices"][0]["pools"];
   EXPECT_EQ(pools[id]["allocs"], 120);
+  EXPECT_TRUE(pools[id]["captured_allocs"].is_null());  // recorded before captures were flagged
+  EXPECT_FALSE(info["captures_flagged"].get<bool>());
   EXPECT_EQ(pools[id]["segments"], 3);
   EXPECT_EQ(pools[id]["peak_reserved_bytes"], 25165824);
   EXPECT_EQ(pools[id]["peak_requested_bytes"], 5062656);
@@ -424,7 +426,8 @@ TEST(PoolInfo, TheCliListsALiveTracesPools) {
   const auto table = testing::run_memreplay("info " + trace, dir);
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("private pool " + id + ": mempool, PyTorch id (0, 1)"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find(id + "    mempool             120         3"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(id + "    mempool             120    not recorded         3"), std::string::npos)
+      << table.out;
   fs::remove_all(dir);
 }
 

@@ -63,6 +63,7 @@ inline proto::TraceHeader sample_header() {
   mempool->set_id(65535);
   mempool->set_kind("mempool");
   mempool->set_torch_id_second(18446744073709551615ull);
+  h.set_captures_flagged(true);
   return h;
 }
 
@@ -80,6 +81,7 @@ inline constexpr std::string_view sample_header_text = R"pb(
   starts_mid_run: true
   pools { id: 1 kind: "graph" torch_id_first: 1 name: "g1" }
   pools { id: 65535 kind: "mempool" torch_id_second: 18446744073709551615 }
+  captures_flagged: true
 )pb";
 
 inline const std::vector<std::vector<FrameText>>& sample_stacks() {
@@ -112,7 +114,7 @@ inline SampleTrace sample_trace(size_t count) {
     e.address = i % 10 == 9 ? ~uint64_t{0} - 15 : 0x7f12'3400'0000ull + (i * 7919 % 13) * 4096;
     e.size = (i % 6) * 512 + 1;
     e.stack = i % 3 == 0 ? 0 : t.stack_ids[i % t.stack_ids.size()];
-    e.flags = i % 7 == 0 ? kPreexisting : i % 11 == 0 ? (kFailed | kInferred) : 0;
+    e.flags = i % 7 == 0 ? kPreexisting : i % 11 == 0 ? (kFailed | kInferred) : i % 13 == 0 ? kCaptured : 0;
     e.aux = i % 9 == 0 ? ~uint64_t{0} - i : 0;
     e.pool = i % 8 == 5 ? (i % 16 == 5 ? 1 : 65535) : kDefaultPool;
     if (i == 3) e.time_ns = 0;

@@ -72,13 +72,17 @@ void print_summary(const nlohmann::json& s) {
           start["segments"].get<unsigned long long>(), format_bytes(start["segment_bytes"].get<uint64_t>()).c_str(),
           start["blocks"].get<unsigned long long>(), format_bytes(start["block_bytes"].get<uint64_t>()).c_str());
     if (!d["pools"].empty())
-      std::printf("  %-4s %-12s %10s %9s %14s %15s\n", "pool", "kind", "allocs", "segments", "peak reserved",
-                  "peak requested");
+      std::printf("  %-4s %-12s %10s %15s %9s %14s %15s\n", "pool", "kind", "allocs", "under capture", "segments",
+                  "peak reserved", "peak requested");
     for (const auto& [pool, p] : d["pools"].items()) {
       const auto label = pool_labels.find(pool);
-      std::printf("  %-4s %-12s %10llu %9llu %14s %15s\n", pool.c_str(),
+      // Allocations made while a CUDA graph was being captured, where the trace flags them.
+      const std::string captured = p["captured_allocs"].is_null()
+                                       ? "not recorded"
+                                       : std::to_string(p["captured_allocs"].get<unsigned long long>());
+      std::printf("  %-4s %-12s %10llu %15s %9llu %14s %15s\n", pool.c_str(),
                   label == pool_labels.end() ? "kind unknown" : label->second.c_str(),
-                  p["allocs"].get<unsigned long long>(), p["segments"].get<unsigned long long>(),
+                  p["allocs"].get<unsigned long long>(), captured.c_str(), p["segments"].get<unsigned long long>(),
                   format_bytes(p["peak_reserved_bytes"].get<uint64_t>()).c_str(),
                   format_bytes(p["peak_requested_bytes"].get<uint64_t>()).c_str());
     }

@@ -172,7 +172,7 @@ TEST_F(RecordingApi, CApiRecordsEachDevicesCapApartFromItsMemory) {
   memreplay_destroy(r);
 
   TraceReader reader(path("cap.mrt"));
-  EXPECT_EQ(reader.header().format_minor(), 2u);
+  EXPECT_EQ(reader.header().format_minor(), 3u);
   ASSERT_EQ(reader.header().devices_size(), 2);
   EXPECT_EQ(reader.header().devices(0).total_memory(), 150109880320u);
   EXPECT_EQ(reader.header().devices(0).cap_bytes(), 867416960u);

@@ -13,6 +13,7 @@
 // thread, in batches, by torch::symbolize, which takes the GIL only for the Python frames.
 #include <Python.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -57,6 +58,8 @@ memreplay_record_library g_api;
 // The recording the tracker feeds; nullptr while none runs. Trackers cannot be detached, so the
 // one attached stays and checks this.
 std::atomic<memreplay_recorder*> g_current{nullptr};
+// Whether allocations made under a CUDA graph capture are flagged (the header says so).
+bool g_flags_captures = false;
 bool g_attached = false;
 
 void load_library(const std::string& path) {
@@ -64,6 +67,9 @@ void load_library(const std::string& path) {
   memreplay_record_library api;
   if (const std::string error = api.load(path); !error.empty()) throw std::runtime_error(error);
   g_api = api;
+  uint32_t minor = 0;
+  g_api.format_version(&minor);
+  g_flags_captures = minor >= 3;  // a library that knows MEMREPLAY_FLAG_CAPTURED (format 1.3)
 }
 
 memreplay_recorder* as_recorder(uintptr_t handle) { return reinterpret_cast<memreplay_recorder*>(handle); }
@@ -117,6 +123,20 @@ uint32_t pool_of(memreplay_recorder* recorder, const Entry& entry) {
   }
 }
 
+// MEMREPLAY_FLAG_CAPTURED for an allocation in a private pool while its stream is capturing a
+// CUDA graph: PyTorch 2.13 decides its retry chain by it, and a MemPool's pool id looks like a
+// graph_pool_handle()'s. The default pool never allocates under a capture; the driver's answer is
+// the one PyTorch's allocator itself asks for (is_capture_context).
+uint32_t capture_flag(const TraceEntry& entry, uint32_t pool) {
+  if (!g_flags_captures || pool == 0 || entry.action_ != TraceEntry::ALLOC) return 0;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(entry.stream_), &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return status == cudaStreamCaptureStatusActive ? MEMREPLAY_FLAG_CAPTURED : 0;
+}
+
 // Under the allocator's lock: copy, never block, never throw.
 void on_trace_entry(const TraceEntry& entry) noexcept {
   memreplay_recorder* recorder = g_current.load(std::memory_order_acquire);
@@ -142,7 +162,8 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
   }
   const int kept = g_api.record_in_pool(recorder, kind, static_cast<uint32_t>(entry.device_),
                                         reinterpret_cast<uint64_t>(entry.stream_), address,
-                                        static_cast<uint64_t>(entry.size_), 0, aux, context, pool);
+                                        static_cast<uint64_t>(entry.size_), capture_flag(entry, pool), aux,
+                                        context, pool);
   if (!kept && context != 0) delete reinterpret_cast<Context*>(context);  // a traceback defers its GIL work
 }
 
@@ -205,9 +226,13 @@ uintptr_t open_trace(const std::string& path, const std::vector<std::pair<std::s
     pairs.push_back(key.c_str());
     pairs.push_back(value.c_str());
   }
+  if (g_flags_captures) {
+    pairs.push_back("captures_flagged");
+    pairs.push_back("1");
+  }
   memreplay_options options{events_per_chunk, flush_interval_ms, thread_buffer_events};
   char error[512] = "";
-  memreplay_recorder* r = g_api.open(path.c_str(), pairs.data(), header.size(), &options, error, sizeof error);
+  memreplay_recorder* r = g_api.open(path.c_str(), pairs.data(), pairs.size() / 2, &options, error, sizeof error);
   if (r == nullptr) throw std::runtime_error(error);
   g_api.set_resolver(r, resolve_stacks, discard_stacks, nullptr);
   return reinterpret_cast<uintptr_t>(r);
