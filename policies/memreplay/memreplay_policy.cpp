@@ -108,6 +108,16 @@ class MemreplayPolicy final : public Policy {
       if (!placement) return std::nullopt;
       if (!device_.capacity() && placement->new_bytes > 0)
         if (const auto better = arena_.place_among_mapped(size, *placement)) placement = better;
+      // Once pages that live blocks share with holes have taken the reserved peak past the reclaim
+      // line, a request of less than half a page goes where it adds no page that no live block
+      // touches yet, if such a place costs no more new pages (rule 1's tie-break otherwise).
+      if (!device_.capacity() && size < arena_.page_bytes() / 2 && pinned_past_line())
+        if (const auto better = arena_.place_tighter(size, *placement)) placement = better;
+      // Then too, a block of two or more whole pages placed free of cost goes to the page boundary
+      // next to its place where that costs nothing either: its ends then fall on page boundaries,
+      // and the holes that its neighbours leave when they go have no partly used page at its edge.
+      if (!device_.capacity() && placement->new_bytes == 0 && size >= 2 * arena_.page_bytes() && pinned_past_line())
+        if (const auto better = arena_.place_aligned(size, *placement)) placement = better;
     }
     live_requested_ += bytes;
     requested_high_water_ = std::max(requested_high_water_, live_requested_);
@@ -172,6 +182,12 @@ class MemreplayPolicy final : public Policy {
   uint64_t reclaim_line(uint64_t limit) const {
     if (device_.capacity()) return limit;
     return std::max({limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor, mapped_high_water_});
+  }
+
+  // The reserved peak so far has passed the reclaim line that H alone sets: only pages that live
+  // blocks share with holes take it there (a move unmaps down to the line).
+  bool pinned_past_line() const {
+    return mapped_high_water_ > requested_high_water_ + requested_high_water_ / kReclaimDivisor;
   }
 
   // Rule 5: once the run has repeated its period twice and the last period still made device
@@ -264,7 +280,7 @@ class MemreplayPolicy final : public Policy {
       if (range != nullptr) {
         for (range = range->right; range != nullptr && range->end <= slot.address;) range = range->right;
       } else {
-        range = arena_.growable_range_holding(slot.address);
+        range = arena_.free_range_holding(slot.address, size);
       }
       placement = arena_.place_in(range, slot.address, size);
     }

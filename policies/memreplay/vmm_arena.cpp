@@ -214,6 +214,41 @@ std::optional<VmmArena::Placement> VmmArena::place_tightest(uint64_t bytes) {
   return best;
 }
 
+std::optional<VmmArena::Placement> VmmArena::place_tighter(uint64_t bytes, const Placement& best) {
+  uint64_t least = footprint_of(*best.range, best.address, bytes);
+  if (least == 0) return std::nullopt;
+  std::optional<Placement> better;
+  uint64_t smallest_range = UINT64_MAX;
+  ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
+    for (const uint64_t address : {range->start, range->end - bytes}) {
+      const uint64_t footprint = footprint_of(*range, address, bytes);
+      if (footprint > least || (footprint == least && range->size() >= smallest_range)) continue;
+      const uint64_t cost =
+          range->owner_slot == 0 ? 0 : unmapped_bytes_in(page_floor(address), page_ceil(address + bytes));
+      if (cost > best.new_bytes) continue;
+      better = Placement{address, cost, range};
+      least = footprint;
+      smallest_range = range->size();
+    }
+    return true;  // a smaller range may come later
+  });
+  return better;
+}
+
+std::optional<VmmArena::Placement> VmmArena::place_aligned(uint64_t bytes, const Placement& best) const {
+  const suballoc::Range& range = *best.range;
+  const uint64_t address = best.address;
+  if (bytes % page_ != 0 || page_floor(address) == address) return std::nullopt;
+  const uint64_t footprint = footprint_of(range, address, bytes);
+  for (const uint64_t aligned : {page_ceil(address), page_floor(address)}) {
+    if (aligned < range.start || aligned > range.end - bytes) continue;
+    if (footprint_of(range, aligned, bytes) > footprint) continue;
+    if (range.owner_slot != 0 && unmapped_bytes_in(aligned, aligned + bytes) > best.new_bytes) continue;
+    return Placement{aligned, best.new_bytes, best.range};
+  }
+  return std::nullopt;
+}
+
 uint64_t VmmArena::pinned_bytes() const {
   if (!base_) return 0;
   uint64_t untouched = 0;

@@ -51,6 +51,15 @@ class VmmArena {
   // Where `bytes` adds the fewest pages to those live blocks touch (the footprint a capacity must
   // hold), then the fewest newly mapped pages, then best fit.
   std::optional<Placement> place_tightest(uint64_t bytes);
+  // A placement of `bytes` that needs no more newly mapped pages than `best` (place()'s) and adds
+  // fewer pages to those live blocks touch: the fewest, in the smallest free range among equals;
+  // nullopt when there is none.
+  std::optional<Placement> place_tighter(uint64_t bytes, const Placement& best);
+  // `best` (a place that needs no new page) moved within its free range to the page boundary
+  // next to it, for a block of whole pages: both its ends on page boundaries, so that neither
+  // leaves a partly used page at a hole's edge once its neighbours go. Only where that needs no
+  // new page and adds no page to those live blocks touch; nullopt otherwise.
+  std::optional<Placement> place_aligned(uint64_t bytes, const Placement& best) const;
   // `bytes` at `address` inside the free `range` (a planned place), with the new pages it needs;
   // nullopt when the range is not free or does not hold it there.
   std::optional<Placement> place_in(const suballoc::Range* range, uint64_t address, uint64_t bytes) const;
@@ -59,6 +68,17 @@ class VmmArena {
     for (const Growable& entry : growable_)
       if (entry.range->start <= address && address < entry.range->end) return entry.range;
     return nullptr;
+  }
+  // The free range that holds `address`, nullptr when none does: a lookup among those with
+  // unmapped pages, else a walk over the free ranges of at least `bytes`.
+  const suballoc::Range* free_range_holding(uint64_t address, uint64_t bytes) const {
+    if (const suballoc::Range* range = growable_range_holding(address)) return range;
+    const suballoc::Range* holding = nullptr;
+    ranges_.for_each_fit(bytes, [&](suballoc::Range* range) {
+      if (range->start <= address && address < range->end) holding = range;
+      return holding == nullptr;
+    });
+    return holding;
   }
   // The reservation, [base, base + bytes): nullopt before the first placement.
   std::optional<std::pair<uint64_t, uint64_t>> reservation() const {
