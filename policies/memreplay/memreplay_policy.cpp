@@ -41,6 +41,9 @@
 //      and once the blocks of the periods before it are gone they never move, so the steps after
 //      make no call. A run that departs from it (another size, a place not free) drops it and is
 //      placed by rules 1-3 again. Not under a capacity, where rule 4 decides.
+//   6. Once pages that live blocks share with holes have taken the reserved peak past the
+//      reclaim line, small requests go where they add no page live blocks do not touch, and
+//      blocks of whole pages sit on page boundaries, where either costs no new page.
 // An online allocator cannot grow in steps larger than that margin without risking more than
 // 1.02 x at an unknown peak, so the growth from nothing to the peak costs about
 // ln(peak / first step) / ln(1 + 1/64) maps; PyTorch's segments grow by whole requests.
