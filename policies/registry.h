@@ -49,6 +49,8 @@ struct PolicyInfo {
   // Its decisions depend on whether a private pool's allocation was made under a CUDA graph
   // capture (allocate_in_pool's Capture): a replay warns where the trace cannot say.
   bool decides_by_capture = false;
+  // The shared library it came from (--plugin), empty for a policy built into memreplay.
+  std::string plugin;
 };
 
 class PolicyRegistry {

@@ -99,7 +99,8 @@ std::string load_policy_plugin(const std::string& path) {
                                       Device& device) { return make_plugin_policy(*table, options, device); },
                    .contract_option_sets = {""},
                    .releases_on_empty_cache = table->empty_cache != nullptr,
-                   .models_torch_version = ""});
+                   .models_torch_version = "",
+                   .plugin = who});
   } catch (const detail::RegistrationError& e) {
     if (PolicyRegistry::instance().find(texts.name) != nullptr)
       throw fail("policy name '" + texts.name + "' is already taken");
