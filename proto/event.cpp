@@ -31,8 +31,8 @@ struct NamedFlag {
   std::string_view name;
   EventFlag flag;
 };
-constexpr NamedFlag kFlags[] = {{"preexisting", kPreexisting}, {"failed", kFailed}, {"inferred", kInferred},
-                               {"captured", kCaptured}};
+constexpr NamedFlag kFlags[] = {
+    {"preexisting", kPreexisting}, {"failed", kFailed}, {"inferred", kInferred}, {"captured", kCaptured}};
 
 }  // namespace
 

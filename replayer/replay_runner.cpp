@@ -140,8 +140,9 @@ std::optional<std::string> capture_warning(const std::string& trace, const proto
   bool ambiguous = header.source() == "pytorch-live";
   for (const auto& pool : header.pools()) ambiguous |= pool.kind() != "graph";
   if (!ambiguous) return std::nullopt;
-  return trace + ": the trace does not say which allocations in its MemPool-like pools (kind mempool) were made "
-                 "under a CUDA graph capture (a snapshot, or a recorder older than format 1.3); '" +
+  return trace +
+         ": the trace does not say which allocations in its MemPool-like pools (kind mempool) were made "
+         "under a CUDA graph capture (a snapshot, or a recorder older than format 1.3); '" +
          name + "' reads them as captured, as 2.11 decides; a memreplay.torch recording says";
 }
 

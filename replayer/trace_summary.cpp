@@ -213,8 +213,8 @@ nlohmann::json trace_summary_json(TraceReader& reader, const std::string& path) 
             // How many were made under a CUDA graph capture, where the trace says (captures_flagged).
             {"captured_allocs", h.captures_flagged() ? nlohmann::json(p.captured_allocs) : nlohmann::json(nullptr)},
             {"segments", p.segments},
-                                       {"peak_reserved_bytes", p.peak_reserved_bytes},
-                                       {"peak_requested_bytes", p.peak_requested_bytes}};
+            {"peak_reserved_bytes", p.peak_reserved_bytes},
+            {"peak_requested_bytes", p.peak_requested_bytes}};
     devices.push_back({{"device", d.device},
                        {"name", name},
                        {"total_memory", total},

@@ -31,11 +31,10 @@ using testing::read_json;
 
 fs::path pool_data(const std::string& name = "") { return testing::source_dir() / "tests/data/pools" / name; }
 
-constexpr const char* kJobs[] = {"graphs_shared_pool",      "mempool_kv_cache",     "graphed_callables",
-                                 "compile_reduce_overhead", "capped_retry",         "empty_cache_steps",
-                                 "graphs_eager_between",    "graphs_pool_released", "compile_default_training",
-                                 "capped_varlen",           "varlen_checkpointing", "varres_fcn",
-                                 "models_in_turn"};
+constexpr const char* kJobs[] = {
+    "graphs_shared_pool",   "mempool_kv_cache",     "graphed_callables",    "compile_reduce_overhead",  "capped_retry",
+    "empty_cache_steps",    "graphs_eager_between", "graphs_pool_released", "compile_default_training", "capped_varlen",
+    "varlen_checkpointing", "varres_fcn",           "models_in_turn"};
 // Jobs with PyTorch's replays under the seven configs in replay/ (and, run under a cap, under it).
 constexpr size_t kJobsWithRows = std::size(kJobs);
 constexpr size_t kCappedJobs = 2;  // capped_retry, capped_varlen

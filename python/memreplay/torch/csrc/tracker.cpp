@@ -160,10 +160,9 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
     pool = pool_of(recorder, entry);
   } catch (...) {  // std::to_string may throw on allocation failure: the default pool then
   }
-  const int kept = g_api.record_in_pool(recorder, kind, static_cast<uint32_t>(entry.device_),
-                                        reinterpret_cast<uint64_t>(entry.stream_), address,
-                                        static_cast<uint64_t>(entry.size_), capture_flag(entry, pool), aux,
-                                        context, pool);
+  const int kept = g_api.record_in_pool(
+      recorder, kind, static_cast<uint32_t>(entry.device_), reinterpret_cast<uint64_t>(entry.stream_), address,
+      static_cast<uint64_t>(entry.size_), capture_flag(entry, pool), aux, context, pool);
   if (!kept && context != 0) delete reinterpret_cast<Context*>(context);  // a traceback defers its GIL work
 }
 
