@@ -170,7 +170,7 @@ TEST_F(RetryReading, EveryCappedPoolRowStaysExactImportedUnderItsCap) {
     testing::expect_equals_replay_row(replay(capped, cap, truth["alloc_conf"]), truth["run"]);
     ++rows;
   }
-  EXPECT_EQ(rows, 12u * 2 + 2);  // 12 jobs x (capped112, gc07), and the two capped jobs under their own caps
+  EXPECT_EQ(rows, 13u * 2 + 2);  // 13 jobs x (capped112, gc07), and the two capped jobs under their own caps
 }
 
 // A cap below what the trace needs: the import goes through (the bursts after the OOM keep their
