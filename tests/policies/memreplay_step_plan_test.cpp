@@ -292,12 +292,13 @@ LoopResult run_training_loop(uint64_t seed, int steps) {
 }
 
 // Generated loops whose online placement keeps moving pages every few steps. Every block of every
-// loop is checked against the blocks live beside it. Measured with the plans (rule 5): 24 of these
-// 30 loops make no device call from their eighth step on, the other 6 at most 23 calls in their
-// last 8 steps (67 in all), and one loop's plan takes its reserved peak to 1.0487 x its requested
-// peak (moving blocks costs room while the old ones live); the test holds those figures. The same
-// loops with rule 5 switched off in the source: 15 loops call after their eighth step (167
-// calls), the highest reserved peak 1.0256 x.
+// loop is checked against the blocks live beside it. Measured with the plans (rule 5): 25 of these
+// 30 loops make no device call from their eighth step on, the other 5 at most 7 calls in their
+// last 8 steps (20 in all), and the highest reserved peak is 1.0264 x the requested peak (seed 5,
+// reached online in its fifth step, before a plan fits the line); the test holds those figures.
+// With only the plan packed above the live blocks (no plan packed around the old ones), one loop's
+// first period took it to 1.0487 x. The same loops with rule 5 switched off in the source: 18
+// loops call after their eighth step (198 calls), the highest reserved peak 1.0287 x.
 TEST(MemreplayPolicyStepPlan, GeneratedTrainingLoopsSettleWithNoOverlap) {
   int settled = 0;
   uint64_t total_after_8 = 0, total_after_2 = 0;
@@ -310,13 +311,13 @@ TEST(MemreplayPolicyStepPlan, GeneratedTrainingLoopsSettleWithNoOverlap) {
     total_after_8 += after_step_8;
     total_after_2 += result.calls_by_step.back() - result.calls_by_step[1];
     worst = std::max(worst, static_cast<double>(result.reserved_peak) / static_cast<double>(result.requested_peak));
-    EXPECT_LE(after_step_8, 23u) << "seed " << seed;
-    EXPECT_LE(result.reserved_peak, result.requested_peak * 105 / 100) << "seed " << seed;
+    EXPECT_LE(after_step_8, 7u) << "seed " << seed;
+    EXPECT_LE(result.reserved_peak, result.requested_peak * 1027 / 1000) << "seed " << seed;
   }
   std::printf("generated loops: %d settled, %llu calls after step 8, %llu after step 2, worst reserved %.4f x\n",
               settled, static_cast<unsigned long long>(total_after_8), static_cast<unsigned long long>(total_after_2),
               worst);
-  EXPECT_GE(settled, 24) << "loops with no device call after their eighth step";
+  EXPECT_GE(settled, 25) << "loops with no device call after their eighth step";
 }
 
 }  // namespace
