@@ -132,7 +132,7 @@ std::optional<std::string> use_recorded_capacity(ReplayOptions& options) {
 
 std::optional<std::string> capture_warning(const std::string& trace, const proto::TraceHeader& header,
                                            const std::string& policy_spec) {
-  const std::string name = policy_spec.substr(0, policy_spec.find(':'));
+  const std::string name(detail::split_spec(policy_spec).first);
   const PolicyInfo* info = PolicyRegistry::instance().find(name);
   if (info == nullptr || !info->decides_by_capture || header.captures_flagged()) return std::nullopt;
   // A capture's own pool (kind "graph") is always a capture; a live recording announces its pools
@@ -148,13 +148,15 @@ std::optional<std::string> capture_warning(const std::string& trace, const proto
 
 std::vector<std::string> replay_warnings_before(const ReplayOptions& options) {
   std::vector<std::string> warnings;
-  if (auto warning = torch_version_warning(options.trace_path, options.policy_spec))
-    warnings.push_back(std::move(*warning));
+  // What the header says, read once; the replay itself reports an unreadable trace.
+  std::optional<TraceReader> reader;
   try {
-    const TraceReader reader(options.trace_path);
-    if (auto warning = capture_warning(options.trace_path, reader.header(), options.policy_spec))
-      warnings.push_back(std::move(*warning));
-  } catch (const std::exception&) {  // the replay itself reports an unreadable trace
+    reader.emplace(options.trace_path);
+  } catch (const std::exception&) {}
+  if (reader) {
+    for (auto warning : {torch_version_warning(options.trace_path, reader->header(), options.policy_spec),
+                         capture_warning(options.trace_path, reader->header(), options.policy_spec)})
+      if (warning) warnings.push_back(std::move(*warning));
   }
   const std::string& spec = options.policy_spec;
   const bool fraction = spec.find("per_process_memory_fraction") != std::string::npos;
