@@ -134,12 +134,17 @@ class MemreplayPolicy final : public Policy {
       const uint64_t limit = budget();
       const uint64_t line = reclaim_line(limit);
       // Once the plan has gone round once (the blocks of the periods before it are gone), only
-      // pages outside it move: its own are the steady state. Before, its pages move too, so that
-      // the old blocks and the plan's first blocks together stay under the line.
+      // pages outside it move: its own are the steady state. Before, pages outside it move first,
+      // and its own only where those do not suffice, so that the old blocks and the plan's first
+      // blocks together stay under the line (a plan page unmapped in its first cycle is mapped
+      // again when its slot comes: on gpt, 47 fewer calls after the second step).
       const bool plan_settled = planned && seq >= plan_->first_seq + plan_->slots.size();
-      if (arena_.mapped_bytes() + placement->new_bytes > line)
-        device_calls_ += arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - line, placement->address, size,
-                                        plan_settled ? &plan_->pages : nullptr) > 0;
+      if (arena_.mapped_bytes() + placement->new_bytes > line) {
+        const uint64_t wanted = arena_.mapped_bytes() + placement->new_bytes - line;
+        uint64_t unmapped = planned ? arena_.reclaim(wanted, placement->address, size, &plan_->pages) : 0;
+        if (unmapped < wanted && !plan_settled) unmapped += arena_.reclaim(wanted - unmapped, placement->address, size);
+        device_calls_ += unmapped > 0;
+      }
       const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
       if (const auto cap = device_.capacity(); cap && after > *cap) {
         live_requested_ -= bytes;
