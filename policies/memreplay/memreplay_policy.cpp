@@ -243,6 +243,7 @@ class MemreplayPolicy final : public Policy {
     kept.page = arena_.page_bytes();
     kept.lo = reservation->first;
     kept.hi = reservation->second;
+    kept.mapped = &arena_.mapped_pages();
     uint64_t top = reservation->first;
     for (const auto& [address, block] : live_) {
       top = std::max(top, address + block.range->size());

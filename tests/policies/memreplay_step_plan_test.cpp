@@ -211,6 +211,29 @@ TEST(StepPlan, PinnedSlotsKeepTheirAddressAndObservedOnesAreKeptWhereTheyStillFi
   EXPECT_NE(moved->slots[1 - larger].address, input.observed[0]);
 }
 
+TEST(StepPlan, GivenTheMappedPagesASlotGoesOnThemAndAnObservedPlaceOffThemIsNotKept) {
+  constexpr uint64_t kPage = 2 * kMiB;
+  // Two blocks that never live together: both fit at the bottom, where nothing is mapped.
+  detail::StepPlanInput input{
+      .period = {{1, 3 * kMiB, 1}, {2, 3 * kMiB, 1}}, .page = kPage, .lo = 0, .hi = UINT64_C(1) << 40};
+  const auto unmapped = detail::plan_step(input);
+  ASSERT_TRUE(unmapped);
+  EXPECT_EQ(unmapped->slots[0].address, 0u);
+  EXPECT_EQ(unmapped->slots[1].address, 0u);
+  detail::IntervalSet mapped;
+  mapped.insert(10 * kPage, 12 * kPage);  // one run of two pages: room for one 3 MiB block
+  input.mapped = &mapped;
+  input.observed = {0, 40 * kPage};  // the second was seen on pages not mapped now
+  const auto plan = detail::plan_step(input);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->slots[0].address, 10 * kPage);
+  EXPECT_EQ(plan->slots[1].address, 10 * kPage) << "not where it was seen: those pages are not mapped";
+  mapped.insert(40 * kPage, 42 * kPage);
+  const auto kept = detail::plan_step(input);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->slots[1].address, 40 * kPage) << "seen on mapped pages: kept";
+}
+
 // Generated training loops: weights kept, a step of activations, gradients that live until the
 // next step makes them again, and a small block that lives two steps. Every block is checked
 // against every live block (no overlap), and the device calls of each step are counted.
