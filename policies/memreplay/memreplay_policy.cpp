@@ -141,11 +141,20 @@ class MemreplayPolicy final : public Policy {
       // pages outside it move: its own are the steady state. Before, pages outside it move first,
       // and its own only where those do not suffice, so that the old blocks and the plan's first
       // blocks together stay under the line (a plan page unmapped in its first cycle is mapped
-      // again when its slot comes: on gpt, 47 fewer calls after the second step).
+      // again when its slot comes: on gpt, 47 fewer calls after the second step). A planned
+      // block that moves pages in the first cycle also unmaps, where pages outside the plan
+      // allow, room for the plan's pages that follow it, which it maps in the same call (below):
+      // the pages outside go in the end anyway, and the plan's are mapped in fewer, longer
+      // calls (gpt: 46 -> 35 calls after the second step; resnet18: 27 -> 30).
       const bool plan_settled = planned && seq >= plan_->first_seq + plan_->slots.size();
       if (arena_.mapped_bytes() + placement->new_bytes > line) {
         const uint64_t wanted = arena_.mapped_bytes() + placement->new_bytes - line;
-        uint64_t unmapped = planned ? arena_.reclaim(wanted, placement->address, size, &plan_->pages) : 0;
+        uint64_t room = wanted;
+        if (planned && !plan_settled) {
+          const uint64_t block_end = arena_.page_ceil_of(placement->address + size);
+          room += detail::VmmArena::run_end_in(plan_->pages, block_end) - block_end;
+        }
+        uint64_t unmapped = planned ? arena_.reclaim(room, placement->address, size, &plan_->pages) : 0;
         if (unmapped < wanted && !plan_settled) unmapped += arena_.reclaim(wanted - unmapped, placement->address, size);
         device_calls_ += unmapped > 0;
       }
