@@ -33,16 +33,17 @@
 //      place_tightest). The request fails only when the cap minus what live blocks pin cannot
 //      hold it.
 //   5. A run that repeats itself (PeriodDetector: a training loop's steps, an inference loop's
-//      cycle of batches), has repeated twice and still made device calls in its last period gets
+//      cycle of batches), has repeated once and still made device calls in its last period gets
 //      a plan (StepPlan): every block of the coming periods at a place no block live beside it
-//      takes; kept where the last period put it where that fits under the reclaim line, else
-//      packed afresh around the old blocks (from the bottom of the range, each old block at its
-//      slot's place) or, once four periods in a row have made calls, above every live block,
-//      whichever reaches fewer pages at its highest, its first period included. It is
-//      followed while the run follows it; its pages are mapped as its blocks first need them,
-//      and once the blocks of the periods before it are gone they never move, so the steps after
-//      make no call. A run that departs from it (another size, a place not free) drops it and is
-//      placed by rules 1-3 again. Not under a capacity, where rule 4 decides.
+//      takes, on pages mapped now where it can; kept where the last period put it where that fits
+//      under the reclaim line, else packed afresh around the old blocks (from the bottom of the
+//      range, each old block at its slot's place) or, once two periods in a row have made calls,
+//      above every live block, whichever reaches fewer pages at its highest, its first period
+//      included. It is followed while the run follows it; its pages are mapped as its blocks
+//      first need them (moving pages outside it first), and once the blocks of the periods before
+//      it are gone they never move, so the steps after make no call. A run that departs from it
+//      (another size, a place not free) drops it and is placed by rules 1-3 again. Not under a
+//      capacity, where rule 4 decides.
 //   6. Once pages that live blocks share with holes have taken the reserved peak past the
 //      reclaim line, small requests go where they add no page live blocks do not touch, and
 //      blocks of whole pages sit on page boundaries, where either costs no new page.
@@ -83,10 +84,13 @@ constexpr uint64_t kMinPlannedPeriod = 32;
 // device calls: on generated training loops (memreplay_step_plan_test.cpp), before the plan packed
 // around the old blocks and the first-period check, 2 or 3 let it move loops that were settling
 // anyway (634 and 552 calls after their second steps against 249 with no plan); 4, 302, with their
-// calls after the eighth step 67 against 167. With both, 2, 3 and 4 give the same figures (123
-// calls after the second steps, 20 after the eighth) and 1 makes 653 and 266. Measured, as the
-// lines above.
-constexpr uint64_t kCallingPeriodsToRepack = 4;
+// calls after the eighth step 67 against 167. With both, 2, 3 and 4 gave the same figures (123
+// calls after the second steps, 20 after the eighth) and 1 made 653 and 266. Since a plan comes
+// after one repetition of the period, not two, 2, 3 and 4 leave the loops alike (67 and 15), and
+// 2 lets gpt's plan above come in its third step: 46 calls after its second step, against 76
+// with 3 and 103 with 4 (resnet18: 27, 27, 43); 1 leaves gpt as 2 does but makes the loops' 388
+// and 139. Measured, as the lines above.
+constexpr uint64_t kCallingPeriodsToRepack = 2;
 
 class MemreplayPolicy final : public Policy {
  public:
@@ -134,12 +138,26 @@ class MemreplayPolicy final : public Policy {
       const uint64_t limit = budget();
       const uint64_t line = reclaim_line(limit);
       // Once the plan has gone round once (the blocks of the periods before it are gone), only
-      // pages outside it move: its own are the steady state. Before, its pages move too, so that
-      // the old blocks and the plan's first blocks together stay under the line.
+      // pages outside it move: its own are the steady state. Before, pages outside it move first,
+      // and its own only where those do not suffice, so that the old blocks and the plan's first
+      // blocks together stay under the line (a plan page unmapped in its first cycle is mapped
+      // again when its slot comes: on gpt, 47 fewer calls after the second step). A planned
+      // block that moves pages in the first cycle also unmaps, where pages outside the plan
+      // allow, room for the plan's pages that follow it, which it maps in the same call (below):
+      // the pages outside go in the end anyway, and the plan's are mapped in fewer, longer
+      // calls (gpt: 46 -> 35 calls after the second step; resnet18: 27 -> 30).
       const bool plan_settled = planned && seq >= plan_->first_seq + plan_->slots.size();
-      if (arena_.mapped_bytes() + placement->new_bytes > line)
-        device_calls_ += arena_.reclaim(arena_.mapped_bytes() + placement->new_bytes - line, placement->address, size,
-                                        plan_settled ? &plan_->pages : nullptr) > 0;
+      if (arena_.mapped_bytes() + placement->new_bytes > line) {
+        const uint64_t wanted = arena_.mapped_bytes() + placement->new_bytes - line;
+        uint64_t room = wanted;
+        if (planned && !plan_settled) {
+          const uint64_t block_end = arena_.page_ceil_of(placement->address + size);
+          room += detail::VmmArena::run_end_in(plan_->pages, block_end) - block_end;
+        }
+        uint64_t unmapped = planned ? arena_.reclaim(room, placement->address, size, &plan_->pages) : 0;
+        if (unmapped < wanted && !plan_settled) unmapped += arena_.reclaim(wanted - unmapped, placement->address, size);
+        device_calls_ += unmapped > 0;
+      }
       const uint64_t after = arena_.mapped_bytes() + placement->new_bytes;
       if (const auto cap = device_.capacity(); cap && after > *cap) {
         live_requested_ -= bytes;
@@ -198,28 +216,43 @@ class MemreplayPolicy final : public Policy {
     return mapped_high_water_ > requested_high_water_ + requested_high_water_ / kReclaimDivisor;
   }
 
-  // Rule 5: once the run has repeated its period twice and the last period still made device
-  // calls, plan the rest of the run from it.
+  // Rule 5: once the run has repeated its period and the last period still made device calls,
+  // plan the rest of the run from it.
   void maybe_plan() {
     const uint64_t period = periods_.period();
     const uint64_t now = periods_.allocations();
-    // Twice the period repeated, and twice as long again after each plan the run left (a layer's
+    // The period repeated once, and twice as long again after each plan the run left (a layer's
     // allocations repeat within a step, a batch's within a cycle of batch sizes: short periods
-    // that end).
+    // that end). Once, not twice: the plan's first period, which moves blocks, then comes a period
+    // sooner (on gpt, the third step instead of the fourth).
     if (plan_ || period < kMinPlannedPeriod ||
-        periods_.matched() < (2 * period << std::min<uint64_t>(dropped_plans_, 16)) || now < next_plan_try_)
+        periods_.matched() < (period << std::min<uint64_t>(dropped_plans_, 16)) || now < next_plan_try_)
       return;
     if (periods_.calls_in_period(0, device_calls_) == 0) return;  // steady already
+    // A place of the period whose every instance held still lives (a block that outlives its
+    // period, after a single repetition) has no known lifetime yet: the plan waits for it, checked
+    // at each allocation (the place's instance in the last period), then reads the period again.
+    // At each allocation, not a period later: the plan then starts as soon as it can (on gpt, the
+    // plan made at the free of the last such block makes 46 calls after the second step, one made
+    // a sixteenth of a period later 54).
+    if (awaited_period_ == period && awaited_ < now) {
+      uint64_t instance = awaited_;
+      while (instance + period < now) instance += period;
+      if (periods_.lifetime_of(instance) == detail::PeriodDetector::kNotFreed) return;
+    }
+    auto last = periods_.last_period();
+    for (uint64_t place = 0; place < last.size(); ++place)
+      if (last[place].lifetime == detail::PeriodDetector::kNotFreed) {
+        awaited_ = now - period + place;
+        awaited_period_ = period;
+        return;
+      }
     // If this try fails, the next is a period later, then two, four, ...: a plan costs
     // O(slots^2) to make.
     next_plan_try_ = now + (period << std::min<uint64_t>(failed_plans_++, 16));
     const auto reservation = arena_.reservation();
-    auto last = periods_.last_period();
     uint64_t copies = 1;  // enough copies of each place for every block that outlives its period
-    for (const auto& allocation : last) {
-      if (allocation.lifetime == detail::PeriodDetector::kNotFreed) return;
-      copies = std::max(copies, (allocation.lifetime + period - 1) / period);
-    }
+    for (const auto& allocation : last) copies = std::max(copies, (allocation.lifetime + period - 1) / period);
     if (!reservation || period * copies > detail::StepPlan::kMaxSlots) return;
     // Two plans. The first keeps what the run does: each slot where its block went in the last
     // copies x period allocations where that still holds, the blocks of those periods that are
@@ -238,6 +271,7 @@ class MemreplayPolicy final : public Policy {
     kept.page = arena_.page_bytes();
     kept.lo = reservation->first;
     kept.hi = reservation->second;
+    kept.mapped = &arena_.mapped_pages();
     uint64_t top = reservation->first;
     for (const auto& [address, block] : live_) {
       top = std::max(top, address + block.range->size());
@@ -265,15 +299,15 @@ class MemreplayPolicy final : public Policy {
       // Packed afresh, two ways. Around the blocks of the periods before, from the bottom of the
       // range: each keeps its slot's place, as in the kept plan, and the other slots fill the holes
       // the online placement left, so that the old blocks and the plan's first ones share pages
-      // while the old ones live. Above every live block, once four periods in a row have made
+      // while the old ones live. Above every live block, once two periods in a row have made
       // calls: the old blocks are in no slot's way, but their pages and the plan's add up while
       // they live, and the pages they share with holes can take the first period far past the
       // line (a generated loop: 794 MiB of pages planned, 828 MiB in its first period, against a
       // line of 806 MiB). Of the two that fit the line, the one whose pages are fewest at their
       // highest (in its first period or after) is taken; the one above only where that is no
-      // higher than keeping the blocks where they are would take it (with two calling periods
-      // instead of four, a generated loop's plan above went from 774 MiB of pages to 810 MiB in
-      // its first period, the kept plan's 802, and its reserved peak to 1.0505 x).
+      // higher than keeping the blocks where they are would take it (without that check, a
+      // generated loop's plan above went from 774 MiB of pages to 810 MiB in its first period, the
+      // kept plan's 802, and its reserved peak to 1.0505 x).
       const auto kept_plan = std::move(plan);
       detail::StepPlanInput around = kept;
       around.observed.clear();
@@ -409,6 +443,9 @@ class MemreplayPolicy final : public Policy {
   uint64_t device_calls_ = 0;
   uint64_t next_plan_try_ = 0;
   uint64_t failed_plans_ = 0;  // plans not made (no fit under the line)
+  // An allocation of a place whose lifetime the plan waits for, with the period it was read in.
+  uint64_t awaited_ = 0;
+  uint64_t awaited_period_ = 0;
   uint64_t dropped_plans_ = 0;  // plans the run left
 };
 

@@ -111,19 +111,18 @@ std::vector<PeriodDetector::Allocation> PeriodDetector::last_period() const {
   if (period_ == 0) return allocations;
   const uint64_t first = count_ - period_;
   allocations.reserve(period_);
-  for (uint64_t seq = first; seq < count_; ++seq) {
-    uint64_t lifetime = kNotFreed;
-    for (uint64_t back = 0, earlier = seq; back < kLifetimePeriods && held(earlier); ++back, earlier -= period_) {
-      if (at(earlier).key != at(seq).key) break;
-      if (at(earlier).freed_at != kNotFreed) {
-        lifetime = at(earlier).freed_at - earlier;
-        break;
-      }
-      if (earlier < period_) break;
-    }
-    allocations.push_back({at(seq).key, at(seq).bytes, lifetime});
-  }
+  for (uint64_t seq = first; seq < count_; ++seq) allocations.push_back({at(seq).key, at(seq).bytes, lifetime_of(seq)});
   return allocations;
+}
+
+uint64_t PeriodDetector::lifetime_of(uint64_t seq) const {
+  if (period_ == 0) return kNotFreed;
+  for (uint64_t back = 0, earlier = seq; back < kLifetimePeriods && held(earlier); ++back, earlier -= period_) {
+    if (at(earlier).key != at(seq).key) break;
+    if (at(earlier).freed_at != kNotFreed) return at(earlier).freed_at - earlier;
+    if (earlier < period_) break;
+  }
+  return kNotFreed;
 }
 
 }  // namespace memreplay::detail

@@ -59,6 +59,9 @@ class PeriodDetector {
     uint64_t lifetime;  // allocations made from it to its free: freed before allocation seq + lifetime
   };
   std::vector<Allocation> last_period() const;
+  // The lifetime last_period() gives allocation `seq` (one of the last period's), kNotFreed while
+  // no instance of its place that it looks back to has been freed.
+  uint64_t lifetime_of(uint64_t seq) const;
   // How many periods back last_period() looks for a freed instance.
   static constexpr uint64_t kLifetimePeriods = 4;
 

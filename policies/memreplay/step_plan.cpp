@@ -17,6 +17,31 @@ std::optional<uint64_t> lowest_fit(const std::vector<std::pair<uint64_t, uint64_
   return std::nullopt;
 }
 
+// The lowest address at or above `lo` where `bytes` fits between `taken` (sorted by start) and
+// inside one run of `mapped`.
+std::optional<uint64_t> lowest_mapped_fit(const std::vector<std::pair<uint64_t, uint64_t>>& taken, uint64_t bytes,
+                                          uint64_t lo, uint64_t hi, const IntervalSet& mapped) {
+  auto run = mapped.begin();
+  // The lowest piece of the free span [start, end) inside a mapped run.
+  const auto fit_in = [&](uint64_t start, uint64_t end) -> std::optional<uint64_t> {
+    while (run != mapped.end() && run->second <= start) ++run;
+    for (auto it = run; it != mapped.end() && it->first < end; ++it) {
+      const uint64_t from = std::max(start, it->first);
+      const uint64_t to = std::min(end, it->second);
+      if (to > from && to - from >= bytes) return from;
+    }
+    return std::nullopt;
+  };
+  uint64_t cursor = lo;
+  for (const auto& [start, end] : taken) {
+    if (start > cursor)
+      if (const auto found = fit_in(cursor, start)) return found;
+    cursor = std::max(cursor, end);
+  }
+  if (cursor < hi) return fit_in(cursor, hi);
+  return std::nullopt;
+}
+
 // Page-aligned spans merged into runs.
 IntervalSet merged_pages(std::vector<std::pair<uint64_t, uint64_t>> spans) {
   IntervalSet pages;
@@ -57,7 +82,8 @@ std::optional<StepPlan> plan_step(const StepPlanInput& input) {
   }
   // Greedy by size: the largest first (the longest-lived among equals); each where it was seen,
   // else where another copy of its place went (one place for a block that does not outlive its
-  // period), else at the lowest address no slot live beside it and no long-lived block occupies.
+  // period), else at the lowest address no slot live beside it and no long-lived block occupies,
+  // on mapped pages where it can.
   std::vector<uint64_t> order;
   for (uint64_t slot = 0; slot < circle; ++slot)
     if (!address[slot]) order.push_back(slot);
@@ -77,10 +103,18 @@ std::optional<StepPlan> plan_step(const StepPlanInput& input) {
       if (live_at(slot, other) || live_at(other, slot))
         taken.emplace_back(*address[other], *address[other] + bytes(other));
     std::sort(taken.begin(), taken.end());
-    if (slot < input.observed.size() && input.observed[slot] != 0 && fits_at(slot, input.observed[slot]))
+    const auto mapped_at = [&](uint64_t start) {
+      const uint64_t page = input.page;
+      return input.mapped == nullptr ||
+             input.mapped->holds(start / page * page, (start + bytes(slot) + page - 1) / page * page);
+    };
+    if (slot < input.observed.size() && input.observed[slot] != 0 && fits_at(slot, input.observed[slot]) &&
+        mapped_at(input.observed[slot]))
       address[slot] = input.observed[slot];
     for (uint64_t copy = slot % length; copy < circle && !address[slot]; copy += length)
       if (copy != slot && address[copy] && fits_at(slot, *address[copy])) address[slot] = address[copy];
+    if (!address[slot] && input.mapped != nullptr)
+      address[slot] = lowest_mapped_fit(taken, bytes(slot), input.lo, input.hi, *input.mapped);
     if (!address[slot]) address[slot] = lowest_fit(taken, bytes(slot), input.lo, input.hi);
     if (!address[slot]) return std::nullopt;
     placed.push_back(slot);

@@ -63,8 +63,13 @@ struct StepPlanInput {
   };
   std::vector<Pinned> pinned;
   // Where each slot's block went in the periods just run (0: unknown): taken where it still
-  // holds, so that a plan close to what the run already does moves few blocks.
+  // holds (no slot live beside it is there, and its pages are mapped now where `mapped` is
+  // given), so that a plan close to what the run already does moves few blocks.
   std::vector<uint64_t> observed;
+  // The pages mapped now, or null: a slot that is not pinned or kept goes to the lowest place
+  // whose pages are all mapped where there is one, else to the lowest place, so that the plan's
+  // first period maps and moves less.
+  const IntervalSet* mapped = nullptr;
   uint64_t first_seq = 0;
   uint64_t page = 0;
   uint64_t lo = 0, hi = 0;  // the address space for slots that are not pinned or observed

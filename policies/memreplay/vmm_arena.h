@@ -107,6 +107,8 @@ class VmmArena {
   void release_all();
 
   uint64_t mapped_bytes() const { return mapped_bytes_; }
+  // The mapped page ranges (a step plan prefers them: its first period then maps less).
+  const IntervalSet& mapped_pages() const { return mapped_; }
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t page_bytes() const { return page_; }
   uint64_t page_ceil_of(uint64_t address) const { return page_ceil(address); }
