@@ -125,7 +125,7 @@ def report(folder: str, out: str) -> int:
                         "step_ms": [[t * 1e3 for t in r["step_s"]] for r in group]})
         lines.append(f"| {workload} | {allocator} | {len(group)} | {statistics.median(medians):.2f} "
                      f"({', '.join(f'{m:.2f}' for m in medians)}) | {', '.join(f'{x:+.1%}' for x in (r - 1 for r in ratios))} | "
-                     f"{kernel:.2f} | {alloc['512']:.0f} / {alloc[str(1 << 20)]:.0f} / {alloc[str(64 << 20)]:.0f} |")
+                     f"{allocs:.1f} | {kernel:.2f} | {alloc['512']:.0f} / {alloc[str(1 << 20)]:.0f} / {alloc[str(64 << 20)]:.0f} |")
     with open(os.path.join(out, "live_overhead.json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(out, "live_overhead.md"), "w") as f:
