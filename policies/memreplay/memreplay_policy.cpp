@@ -404,11 +404,7 @@ class MemreplayPolicy final : public Policy {
   // ahead), kDeviationsToDrop times in a row at most.
   std::optional<detail::VmmArena::Placement> planned_placement(uint64_t seq, uint64_t key, uint64_t size) {
     if (plan_->slot_for(seq).key != key) {
-      if (++deviations_ > kDeviationsToDrop) {
-        ++dropped_plans_;
-        plan_.reset();
-        return std::nullopt;
-      }
+      if (++deviations_ > kDeviationsToDrop) return drop_plan();
       if (plan_->slot_for(seq + 1).key != key) {
         ++plan_->first_seq;  // an extra request: the next one takes this slot
         return std::nullopt;
@@ -416,30 +412,30 @@ class MemreplayPolicy final : public Policy {
       --plan_->first_seq;  // the run skipped this slot: this request takes the next
     }
     const detail::StepPlan::Slot& slot = plan_->slot_for(seq);
-    std::optional<detail::VmmArena::Placement> placement;
-    if (slot.key == key) {
-      // The free range that holds the slot lies right of the block below it: the one the plan
-      // expects there, else the highest of its slots below that is live. In the plan's first
-      // period the blocks of the period before lie elsewhere, between them: step right past them.
-      const suballoc::Range* range = nullptr;
-      if (const auto below = live_.find(slot.below); below != live_.end()) range = below->second.range;
-      for (auto lower = std::lower_bound(plan_->addresses.begin(), plan_->addresses.end(), slot.address);
-           range == nullptr && lower != plan_->addresses.begin();)
-        if (const auto below = live_.find(*--lower); below != live_.end()) range = below->second.range;
-      if (range != nullptr) {
-        for (range = range->right; range != nullptr && range->end <= slot.address;) range = range->right;
-      } else {
-        range = arena_.free_range_holding(slot.address, size);
-      }
-      placement = arena_.place_in(range, slot.address, size);
-    }
-    if (!placement) {
-      ++dropped_plans_;
-      plan_.reset();
+    // The free range that holds the slot lies right of the block below it: the one the plan
+    // expects there, else the highest of its slots below that is live. In the plan's first
+    // period the blocks of the period before lie elsewhere, between them: step right past them.
+    const suballoc::Range* range = nullptr;
+    if (const auto below = live_.find(slot.below); below != live_.end()) range = below->second.range;
+    for (auto lower = std::lower_bound(plan_->addresses.begin(), plan_->addresses.end(), slot.address);
+         range == nullptr && lower != plan_->addresses.begin();)
+      if (const auto below = live_.find(*--lower); below != live_.end()) range = below->second.range;
+    if (range != nullptr) {
+      for (range = range->right; range != nullptr && range->end <= slot.address;) range = range->right;
     } else {
-      deviations_ = 0;
+      range = arena_.free_range_holding(slot.address, size);
     }
+    auto placement = arena_.place_in(range, slot.address, size);
+    if (!placement) return drop_plan();
+    deviations_ = 0;
     return placement;
+  }
+
+  // The run has left the plan: rules 1-3 place again, and the next plan waits twice as long.
+  std::nullopt_t drop_plan() {
+    ++dropped_plans_;
+    plan_.reset();
+    return std::nullopt;
   }
 
   bool do_free(uint64_t address, StreamId) override {
