@@ -117,6 +117,7 @@ MEMREPLAY_REGISTER_POLICY(
         "True|False, reuse_allow_opportunistic:True|False, reuse_allow_internal_dependencies:True|False",
     .factory = make_cuda_async,
     .contract_option_sets = {"", "release_threshold:0", "release_threshold:64MiB,reuse_allow_opportunistic:false",
-                             "reuse_follow_event_dependencies:False,reuse_allow_internal_dependencies:False"});
+                             "reuse_follow_event_dependencies:False,reuse_allow_internal_dependencies:False"},
+    .keeps_pools_apart = true);
 
 }  // namespace memreplay

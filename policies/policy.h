@@ -14,11 +14,14 @@
 //   adopt_segment, adopt_block  0 < size <= kMaxRequestBytes and size >= requested
 //   allocate_in_pool(bytes, stream, pool, capture)  as allocate(), in a private pool (a CUDA
 //                            graph's or a torch.cuda.MemPool's, as the trace names it), with
-//                            whether a graph capture was underway as far as the trace says; a
-//                            policy without private pools serves it from its one pool
+//                            whether a graph capture was underway as far as the trace says. A
+//                            policy that does not keep pools apart itself gets, from the registry,
+//                            an instance of itself per private pool (policies/private_pools.h)
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,6 +30,10 @@
 #include "policies/policy_stats.h"
 
 namespace memreplay {
+
+namespace detail {
+class PrivatePools;
+}  // namespace detail
 
 // A memory pool as a trace names it (proto/event.h's Event::pool): 0 is the default pool.
 using PoolId = uint16_t;
@@ -55,7 +62,10 @@ class Policy {
   // overflow 64 bits.
   static constexpr uint64_t kMaxRequestBytes = uint64_t{1} << 48;
 
-  virtual ~Policy() = default;
+  Policy();
+  virtual ~Policy();
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
 
   // Allocate `bytes` (as requested by the application, > 0) for use on `stream`.
   // nullopt is an out-of-memory result, not an error.
@@ -82,7 +92,8 @@ class Policy {
       ++ooms_;
       return std::nullopt;
     }
-    auto block = do_allocate_in_pool(bytes, stream, pool, capture);
+    auto block = serves_pools_apart_ ? allocate_in_private_pool(bytes, stream, pool, capture)
+                                     : do_allocate_in_pool(bytes, stream, pool, capture);
     if (!block) [[unlikely]]
       ++ooms_;
     return block;
@@ -90,6 +101,8 @@ class Policy {
   // Return a block allocate() handed out, on the stream that frees it. The block is reusable at
   // once: the engine calls this at the trace's free_completed, after any cross-stream uses ended.
   void free(uint64_t address, StreamId stream) {
+    if (private_pools_ != nullptr) [[unlikely]]
+      if (free_in_private_pool(address, stream)) return;
     if (!do_free(address, stream)) [[unlikely]]
       unknown_free(address);
   }
@@ -99,8 +112,18 @@ class Policy {
   // cached segments back at the next release (empty_cache, the retry path). The engine calls this
   // at the first recorded segment_free of the pool, which only a released pool's release causes.
   void release_pool(PoolId pool) {
-    if (pool != 0) do_release_pool(pool);
+    if (pool == 0) return;
+    if (serves_pools_apart_)
+      release_private_pool(pool);
+    else
+      do_release_pool(pool);
   }
+
+  // For a policy that does not keep private pools apart itself (PolicyInfo::keeps_pools_apart):
+  // from now on each private pool is served by an instance of its own, made by `make` on a view
+  // of `device` that gives nothing back while the pool lives (policies/private_pools.h). The
+  // registry calls it as it creates the policy.
+  void serve_private_pools_apart(std::function<std::unique_ptr<Policy>(Device&)> make, Device& device);
 
   // Rebuilding an allocator that was already running when the trace starts (ring-buffer traces).
   // adopt_segment: a segment of `bytes` on `stream` existed before the first event; returns the
@@ -117,12 +140,15 @@ class Policy {
     if (pool == 0) return adopt_segment(bytes, stream);
     if (bytes == 0 || bytes > kMaxRequestBytes)
       throw PolicyContractError("adopt_segment of " + std::to_string(bytes) + " bytes (needs 0 < bytes <= 2^48)");
+    if (serves_pools_apart_) return adopt_segment_in_private_pool(bytes, stream, pool);
     return do_adopt_segment_in_pool(bytes, stream, pool);
   }
   std::optional<Block> adopt_block(uint64_t address, uint64_t size, uint64_t requested, StreamId stream) {
     if (size == 0 || requested > size || size > kMaxRequestBytes)
       throw PolicyContractError("adopt_block of " + std::to_string(size) + " bytes for a request of " +
                                 std::to_string(requested) + " (needs 0 < requested <= size <= 2^48)");
+    if (private_pools_ != nullptr)
+      if (auto block = adopt_block_in_private_pool(address, size, requested, stream)) return *block;
     return do_adopt_block(address, size, requested, stream);
   }
 
@@ -134,6 +160,7 @@ class Policy {
   // Counters only the policy can know (retries, its own statistics) and the OOMs the base counted.
   PolicyStats stats() const {
     PolicyStats stats = do_stats();
+    if (private_pools_ != nullptr) add_private_pool_stats(stats);
     stats.ooms = ooms_;
     return stats;
   }
@@ -169,7 +196,22 @@ class Policy {
 
   [[noreturn]] static void unknown_free(uint64_t address);
 
+  // Private pools served apart (serve_private_pools_apart), out of line: no hot path reaches them
+  // before a private pool's first request.
+  std::optional<Block> allocate_in_private_pool(uint64_t bytes, StreamId stream, PoolId pool, Capture capture);
+  bool free_in_private_pool(uint64_t address, StreamId stream);
+  void release_private_pool(PoolId pool);
+  std::optional<uint64_t> adopt_segment_in_private_pool(uint64_t bytes, StreamId stream, PoolId pool);
+  std::optional<std::optional<Block>> adopt_block_in_private_pool(uint64_t address, uint64_t size, uint64_t requested,
+                                                                  StreamId stream);
+  void add_private_pool_stats(PolicyStats& stats) const;
+
   uint64_t ooms_ = 0;
+  // Set by serve_private_pools_apart; the pools themselves are made at their first request.
+  std::function<std::unique_ptr<Policy>(Device&)> make_for_pool_;
+  Device* pool_device_ = nullptr;
+  bool serves_pools_apart_ = false;
+  std::unique_ptr<detail::PrivatePools> private_pools_;
 };
 
 }  // namespace memreplay

@@ -49,6 +49,11 @@ struct PolicyInfo {
   // Its decisions depend on whether a private pool's allocation was made under a CUDA graph
   // capture (allocate_in_pool's Capture): a replay warns where the trace cannot say.
   bool decides_by_capture = false;
+  // It keeps each private pool's memory apart itself (allocate_in_pool, release_pool), as
+  // PyTorch's allocator does. Otherwise create() gives it an instance of itself per private pool
+  // (Policy::serve_private_pools_apart): a CUDA graph replays the addresses it captured, so
+  // what its capture freed is still its own.
+  bool keeps_pools_apart = false;
   // The shared library it came from (--plugin), empty for a policy built into memreplay.
   std::string plugin;
 };

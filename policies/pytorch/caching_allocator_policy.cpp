@@ -539,7 +539,7 @@ MEMREPLAY_REGISTER_POLICY(
         "PyTorch 2.11's native CUDA caching allocator (CUDACachingAllocator.cpp), byte-exact against "
         "real H200 PyTorch 2.11 traces",
     .options_help = kOptionsHelp, .factory = make_pytorch, .contract_option_sets = contract_option_sets(),
-    .models_torch_version = "2.11");
+    .models_torch_version = "2.11", .keeps_pools_apart = true);
 
 // 2.11's model with the rules 2.13's source makes clear (ReleaseRules), the same contract.
 MEMREPLAY_REGISTER_POLICY(
@@ -549,6 +549,6 @@ MEMREPLAY_REGISTER_POLICY(
         "and a MemPool's allocation outside a graph capture may release the cache and retry "
         "(docs/pytorch-versions.md)",
     .options_help = kOptionsHelp, .factory = make_pytorch_2_13, .contract_option_sets = contract_option_sets(),
-    .models_torch_version = "2.13", .decides_by_capture = true);
+    .models_torch_version = "2.13", .decides_by_capture = true, .keeps_pools_apart = true);
 
 }  // namespace memreplay::pytorch

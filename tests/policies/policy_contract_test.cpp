@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -213,6 +214,95 @@ TEST_P(PolicyContract, RandomProgramKeepsTheContractAndRepeatsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryRegisteredPolicy, PolicyContract, ::testing::ValuesIn(all_cases()), case_name);
+
+// ---- private pools: what a CUDA graph captured stays the graph's --------------------------------
+
+// Whether [address, address + bytes) lies in memory the device backs.
+bool backed(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t address, uint64_t bytes) {
+  auto range = std::upper_bound(ranges.begin(), ranges.end(), std::make_pair(address, UINT64_MAX));
+  return range != ranges.begin() && std::prev(range)->first <= address && address + bytes <= std::prev(range)->second;
+}
+
+// Two graphs captured into one private pool, with eager work and empty_cache between and after
+// their captures (a graph's temporaries are freed inside its capture, its outputs later): while
+// the pool lives, no block of the default pool overlaps anything the pool ever handed out, and
+// all of it stays backed (a graph replay writes it). Once the pool is released and its blocks
+// freed, empty_cache gives everything back. cuda_async is left out: its graph blocks stand for
+// the driver's graph memory nodes, which the graph itself owns (cuda_async_policy.cpp).
+TEST_P(PolicyContract, APrivatePoolsMemoryStaysTheGraphsUntilTheGraphIsGone) {
+  SimDevice device(SimDevice::Options{});
+  std::unique_ptr<Policy> policy = PolicyRegistry::instance().create(GetParam().spec, device);
+  if (policy->stats().uses_device_pool) GTEST_SKIP() << "graph memory is the driver's (cuda_async)";
+  const PolicyInfo& info = *PolicyRegistry::instance().find(GetParam().spec.substr(0, GetParam().spec.find(':')));
+  if (!info.reserves_up_front.empty() && GetParam().spec.find("allow_growth:") == std::string::npos)
+    GTEST_SKIP() << "takes the device's memory at its first request: nothing is left for a pool of its own";
+  std::mt19937_64 rng(20261207);
+  constexpr PoolId kGraphPool = 1;
+  constexpr StreamId kCaptureStream = 0x77;
+  std::map<uint64_t, uint64_t> eager;  // live default-pool blocks: address -> size
+  std::map<uint64_t, uint64_t> graph_live;  // live pool blocks
+  std::vector<std::pair<uint64_t, uint64_t>> graph_ever;  // every pool block handed out
+  const auto size = [&] { return rng() % 3 == 0 ? 1 + rng() % (40 * kMiB) : 1 + rng() % (2 * kMiB); };
+  const auto overlaps_graph = [&](uint64_t address, uint64_t bytes) {
+    return std::any_of(graph_ever.begin(), graph_ever.end(),
+                       [&](const auto& g) { return g.first < address + bytes && address < g.first + g.second; });
+  };
+  const auto eager_work = [&](int steps) {
+    for (int step = 0; step < steps; ++step) {
+      if (rng() % 100 < 55 || eager.empty()) {
+        const auto block = policy->allocate(size(), rng() % 2 == 0 ? 0 : 7);
+        if (!block) continue;  // a policy's own maximum (rmm_pool's maximum_pool_size)
+        ASSERT_FALSE(overlaps_graph(block->address, block->size))
+            << "a default-pool block at 0x" << std::hex << block->address << " in memory the graph replays";
+        eager[block->address] = block->size;
+      } else {
+        auto it = eager.begin();
+        std::advance(it, static_cast<long>(rng() % eager.size()));
+        policy->free(it->first, 0);
+        eager.erase(it);
+      }
+      if (step % 50 == 49) policy->empty_cache();
+      const auto ranges = device.backed_ranges();
+      for (const auto& [address, bytes] : graph_ever)
+        ASSERT_TRUE(backed(ranges, address, bytes)) << "graph memory at 0x" << std::hex << address << " given back";
+    }
+  };
+  const auto capture = [&](int allocations) {
+    std::vector<uint64_t> temporaries;
+    for (int i = 0; i < allocations; ++i) {
+      const auto block = policy->allocate_in_pool(size(), kCaptureStream, kGraphPool, Capture::capturing);
+      if (!block) continue;
+      for (const auto& [address, bytes] : eager)
+        ASSERT_FALSE(address < block->address + block->size && block->address < address + bytes)
+            << "a graph block over a live default-pool block";
+      graph_ever.emplace_back(block->address, block->size);
+      graph_live[block->address] = block->size;
+      if (rng() % 3 != 0) temporaries.push_back(block->address);
+      if (temporaries.size() > 3) {  // a temporary freed inside the capture
+        policy->free(temporaries.front(), kCaptureStream);
+        graph_live.erase(temporaries.front());
+        temporaries.erase(temporaries.begin());
+      }
+    }
+  };
+  eager_work(200);
+  capture(60);
+  if (HasFatalFailure()) return;
+  eager_work(400);
+  capture(40);  // a second graph into the same pool
+  if (HasFatalFailure()) return;
+  eager_work(400);
+  if (HasFatalFailure()) return;
+  EXPECT_GE(graph_ever.size(), 90u) << "the pool served too few of the captures' requests";
+
+  // The graphs are destroyed: the pool goes, its outputs freed last.
+  policy->release_pool(kGraphPool);
+  for (const auto& [address, bytes] : graph_live) policy->free(address, kCaptureStream);
+  for (const auto& [address, bytes] : eager) policy->free(address, 0);
+  policy->empty_cache();
+  if (info.releases_on_empty_cache)
+    EXPECT_EQ(device.counters().reserved_bytes, 0u) << "the pool's memory after it was released and emptied";
+}
 
 TEST(PolicyContractSuite, CoversEveryBuiltInPolicyAndEachPytorchOptionFamily) {
   std::vector<std::string> specs;
