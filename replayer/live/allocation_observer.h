@@ -18,6 +18,8 @@ class AllocationObserver {
   // The block at `address` went back to the policy, which may hand it out again from now on.
   virtual void on_free(uint64_t address, uint64_t requested, StreamId stream, PoolId pool) = 0;
   virtual void on_empty_cache() = 0;
+  // Private pool `pool` was released (its CUDA graphs destroyed): its memory may go back.
+  virtual void on_release_pool(PoolId pool) = 0;
   // A request of `requested` bytes the policy could not serve; `free_bytes` as the device had them.
   virtual void on_oom(uint64_t requested, StreamId stream, uint64_t free_bytes) = 0;
 };

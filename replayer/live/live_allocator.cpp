@@ -87,6 +87,7 @@ void LiveAllocator::empty_cache() {
 void LiveAllocator::release_pool(PoolId pool) {
   const std::lock_guard lock(mutex_);
   policy_->release_pool(pool);
+  if (observer_) observer_->on_release_pool(pool);
 }
 
 bool LiveAllocator::used() const {

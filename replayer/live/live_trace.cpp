@@ -42,6 +42,8 @@ void LiveTrace::on_free(uint64_t address, uint64_t requested, StreamId stream, P
 
 void LiveTrace::on_empty_cache() { record(MEMREPLAY_EMPTY_CACHE, 0, 0, 0, 0); }
 
+void LiveTrace::on_release_pool(PoolId pool) { record(MEMREPLAY_SEGMENT_FREE, 0, 0, 0, pool); }
+
 void LiveTrace::on_oom(uint64_t requested, StreamId stream, uint64_t free_bytes) {
   record(MEMREPLAY_OOM, 0, requested, stream, 0, free_bytes);
 }

@@ -1,7 +1,8 @@
 // LiveTrace: the trace of a run under a live policy, written through libmemreplay_record.so (its C
 // API, loaded at run time as the PyTorch tracker loads it, so this library carries no recording
 // core of its own): the job's alloc, free_requested + free_completed (one moment: the block went
-// back to the policy), empty_cache and oom events, with their streams and pools. A simulator replay
+// back to the policy), empty_cache and oom events, with their streams and pools, and a private
+// pool's release as a segment_free of that pool (address 0), as a replay reads a snapshot's. A simulator replay
 // of it with the same policy (`memreplay replay T.mrt --policy SPEC`) makes the same decisions.
 #pragma once
 
@@ -39,6 +40,7 @@ class LiveTrace final : public AllocationObserver {
   void on_alloc(uint64_t address, uint64_t requested, StreamId stream, PoolId pool) override;
   void on_free(uint64_t address, uint64_t requested, StreamId stream, PoolId pool) override;
   void on_empty_cache() override;
+  void on_release_pool(PoolId pool) override;
   void on_oom(uint64_t requested, StreamId stream, uint64_t free_bytes) override;
 
   // Writes the rest and the footer; false when the recording had failed (the library said why).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Live policies inside real PyTorch jobs on the GPU (libmemreplay_alloc.so behind
-# CUDAPluggableAllocator, memreplay.torch.use_policy): three workloads (a GPT-2-like training loop
-# in plain torch, torchvision ResNet-18 training, ViT-B/16 inference at batches 1..32), each under
+# CUDAPluggableAllocator, memreplay.torch.use_policy): four workloads (a GPT-2-like training loop
+# in plain torch, torchvision ResNet-18 training, ViT-B/16 inference at batches 1..32, and CUDA
+# graphs: a captured training step and a forward sharing its pool, eager work between the
+# replays), LIVE_WORKLOADS to choose, each under
 # native, native expandable_segments, and the policies of LIVE_POLICIES (default "memreplay
 # bfc:allow_growth:True"),
 # every case in a process of its own (one allocator per process). For each policy case:
@@ -100,7 +102,7 @@ run_case() {
   fi
 }
 
-for workload in gpt resnet18 vit_infer; do
+for workload in ${LIVE_WORKLOADS:-gpt resnet18 vit_infer graphs}; do
   run_case "case_${workload}_native" 150 case "$workload" native "$results/case_${workload}_native.json"
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run_case "case_${workload}_native_expandable" 150 \
     case "$workload" native_expandable "$results/case_${workload}_native_expandable.json"

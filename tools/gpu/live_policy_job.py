@@ -121,7 +121,66 @@ def vit_workload(torch):
     return step
 
 
-WORKLOADS = {"gpt": gpt_workload, "resnet18": resnet_workload, "vit_infer": vit_workload}
+def graphs_workload(torch):
+    """CUDA graphs: a whole training step (forward, backward, a capturable AdamW step) captured
+    once, and an inference forward captured into the same private pool. Each step replays both on
+    new data, with eager work between whose tensors live across the replays: a replay writing
+    memory the allocator handed to eager work would change them (checked every step). The graphs
+    are destroyed at the end (finish), which releases their pool."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=True)
+    generator = torch.Generator(device="cpu").manual_seed(4)
+    inputs = [torch.randn(256, 1024, generator=generator) for _ in range(4)]
+    targets = [torch.randn(256, 1024, generator=generator) for _ in range(4)]
+    state = {"x": torch.zeros(256, 1024, device="cuda"), "y": torch.zeros(256, 1024, device="cuda"), "kept": []}
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph's docs ask
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            nn.functional.mse_loss(model(state["x"]), state["y"]).backward()
+            optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+    optimizer.zero_grad(set_to_none=True)
+    state["train"] = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(state["train"]):
+        state["loss"] = nn.functional.mse_loss(model(state["x"]), state["y"])
+        state["loss"].backward()
+        optimizer.step()
+    state["infer"] = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(state["infer"], pool=state["train"].pool()):
+        with torch.no_grad():
+            state["out"] = model(state["x"]).sum()
+
+    def step(i):
+        state["x"].copy_(inputs[i % 4].cuda())
+        state["y"].copy_(targets[i % 4].cuda())
+        kept = state["kept"]
+        kept.append((torch.full((1 + i % 7, 1 << 18), float(i), device="cuda"), float(i)))
+        if len(kept) > 5:
+            kept.pop(0)
+        state["train"].replay()
+        scratch = torch.randn(512, 2048, device="cuda") @ torch.randn(2048, 512, device="cuda")
+        state["infer"].replay()
+        for tensor, value in kept:
+            if not bool((tensor == value).all()):
+                raise RuntimeError(f"step {i}: an eager tensor changed under a graph replay")
+        return state["loss"].detach().double() * 1e6 + state["out"].detach().double() + 0 * scratch.sum().double()
+
+    def finish():
+        state.clear()  # the graphs and their outputs: the pool is released
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        after = torch.ones(64 << 20, device="cuda")  # memory to be had after the release
+        torch.cuda.synchronize()
+        del after
+
+    step.finish = finish
+    return step
+
+
+WORKLOADS = {"gpt": gpt_workload, "resnet18": resnet_workload, "vit_infer": vit_workload, "graphs": graphs_workload}
 
 
 def run_case(workload: str, allocator: str, result_path: str, trace: str | None) -> None:
@@ -137,6 +196,8 @@ def run_case(workload: str, allocator: str, result_path: str, trace: str | None)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         values.append(float(value.item()))
+    if hasattr(step, "finish"):
+        step.finish()
     result = {"workload": workload, "allocator": allocator, "values": values,
               "first_step_s": times[0], "warmup_s": sum(times[:WARMUP_STEPS]),
               "median_step_s": statistics.median(times[WARMUP_STEPS:]), "steps": STEPS,

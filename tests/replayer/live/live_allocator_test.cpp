@@ -222,6 +222,69 @@ TEST_P(LiveAllocatorReplay, ASimulatorReplayOfTheRunsTraceMakesTheSameCalls) {
   EXPECT_EQ(metrics.ooms, live["num_ooms"]);
 }
 
+// CUDA graphs captured into private pools, eager work between, each pool released when its graph
+// is destroyed (before its outputs are freed, or after): the trace records the releases, and its
+// replay makes the same decisions, pools served apart (policies/private_pools.h) included.
+TEST_P(LiveAllocatorReplay, AGraphPoolsRunReplaysToTheSameCalls) {
+  const std::string spec = GetParam();
+  if (spec == "bfc") GTEST_SKIP() << "takes the device's memory at its first request: none is left for a graph's pool";
+  const std::string trace_path = path("graphs.mrt");
+  StreamOrderLog log;
+  SimDevice::Options options;
+  std::map<std::string, uint64_t> live;
+  {
+    LiveTrace trace(trace_path, MEMREPLAY_RECORD_LIB, LiveTraceHeader{spec, 0, options.total_memory, "simulated"});
+    auto allocator = make_allocator(spec, log, std::nullopt, &trace);
+    std::mt19937_64 random(11);
+    std::vector<uint64_t> eager;
+    std::map<PoolId, std::vector<uint64_t>> outputs;  // each graph's blocks still live
+    const auto some_bytes = [&] { return random() % 5 == 0 ? 8_MiB + random() % 56_MiB : 512 + random() % 4_MiB; };
+    for (PoolId pool = 1; pool <= 6; ++pool) {
+      for (int i = 0; i < 300; ++i) {  // eager work
+        if (random() % 100 < 55 || eager.empty()) {
+          if (const auto block = allocator->allocate(some_bytes(), kStreamA)) eager.push_back(*block);
+        } else {
+          const size_t pick = random() % eager.size();
+          ASSERT_TRUE(allocator->free(eager[pick]));
+          eager.erase(eager.begin() + static_cast<std::ptrdiff_t>(pick));
+        }
+      }
+      std::vector<uint64_t> temporaries;
+      for (int i = 0; i < 80; ++i) {  // a capture: temporaries freed inside it, outputs kept
+        const auto block = allocator->allocate(some_bytes(), kStreamB, pool);
+        ASSERT_TRUE(block.has_value());
+        (random() % 4 == 0 ? outputs[pool] : temporaries).push_back(*block);
+        if (temporaries.size() > 4) {
+          ASSERT_TRUE(allocator->free(temporaries.front()));
+          temporaries.erase(temporaries.begin());
+        }
+      }
+      for (const uint64_t block : temporaries) ASSERT_TRUE(allocator->free(block));
+      if (pool % 2 == 0) {  // the graph before this one is destroyed: its outputs first, or after
+        const PoolId gone = pool - 1;
+        if (pool % 4 == 0) allocator->release_pool(gone);
+        for (const uint64_t block : outputs[gone]) ASSERT_TRUE(allocator->free(block));
+        outputs.erase(gone);
+        if (pool % 4 != 0) allocator->release_pool(gone);
+      }
+      if (pool == 3) allocator->empty_cache();
+    }
+    live = allocator->stats();
+    ASSERT_TRUE(trace.close());
+    EXPECT_EQ(trace.dropped(), 0u);
+  }
+  ReplayOptions replay;
+  replay.trace_path = trace_path;
+  replay.policy_spec = spec;
+  const ReplayMetrics metrics = run_replay(replay);
+  EXPECT_EQ(metrics.reserved_peak, live["reserved_bytes.all.peak"]);
+  EXPECT_EQ(metrics.allocated_peak, live["allocated_bytes.all.peak"]);
+  EXPECT_EQ(metrics.device_alloc_calls, live["num_device_alloc"]);
+  EXPECT_EQ(metrics.device_free_calls, live["num_device_free"]);
+  EXPECT_EQ(total_device_calls(metrics), live["device_calls"]);
+  EXPECT_GT(live["num_device_free"], 0u) << "the released pools gave nothing back";
+}
+
 // A capped run records its cap in the trace header: its replay, given no capacity, runs under it
 // and retries where the run retried.
 TEST_F(LiveAllocatorReplay, ACappedRunsTraceReplaysUnderTheCapItRecorded) {

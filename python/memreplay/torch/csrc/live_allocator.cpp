@@ -58,6 +58,9 @@ struct ActivePool {
 };
 std::mutex g_pool_mutex;
 std::map<c10::cuda::MempoolId_t, uint32_t> g_pool_ids;
+// Captures into each pool not yet released: graphs may share a pool (pool=other.pool()), and each
+// graph's destruction releases it once, as PyTorch's own allocator counts a pool's uses.
+std::map<c10::cuda::MempoolId_t, uint32_t> g_pool_uses;
 std::vector<ActivePool> g_active_pools;
 std::atomic<size_t> g_active_count{0};  // g_active_pools.size(), read without the lock
 
@@ -128,6 +131,7 @@ void install(const std::string& library_path) {
   allocator->set_begin_allocate_to_pool(
       [](int device, c10::cuda::MempoolId_t mempool, std::function<bool(cudaStream_t)> filter) {
         const std::lock_guard lock(g_pool_mutex);
+        ++g_pool_uses[mempool];
         g_active_pools.push_back(ActivePool{device, pool_id(mempool), mempool, std::move(filter)});
         g_active_count.store(g_active_pools.size(), std::memory_order_release);
       });
@@ -146,6 +150,12 @@ void install(const std::string& library_path) {
       const std::lock_guard lock(g_pool_mutex);
       const auto it = g_pool_ids.find(mempool);
       if (it == g_pool_ids.end()) return;
+      const auto uses = g_pool_uses.find(mempool);
+      if (uses != g_pool_uses.end() && uses->second > 1) {  // another graph still uses the pool
+        --uses->second;
+        return;
+      }
+      if (uses != g_pool_uses.end()) g_pool_uses.erase(uses);
       id = it->second;
     }
     g_lib.release_pool(id);
