@@ -6,7 +6,8 @@
 # beside it in time. Prepared as tools/gpu/live_policy_check.sh --prepare, carried the same way.
 #   OUT=results tools/gpu/live_overhead_check.sh BUILD [WORKLOAD...]   (default: gpt resnet18 vit_infer)
 # About 12 s a run: 2 workloads x 4 allocators x 3 repeats is 5 minutes. Output in $OUT:
-# live_overhead.md and .json (the table, per-step times, host time by operator), runs_and_logs.tar.gz.
+# live_overhead.md and .json (the table, per-step times, host time by operator), runs_and_logs.tar.gz
+# (each run's figures and log, and the trace each policy run recorded).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: OUT=DIR $0 BUILD [WORKLOAD...]}
@@ -47,5 +48,6 @@ for repeat in $(seq 1 "${LIVE_REPEATS:-3}"); do
   done
 done
 "$python" "$job" report "$work/runs" "$out" || status=1
-tar -czf "$out/runs_and_logs.tar.gz" -C "$work" runs logs
+# The policy runs' own traces too: a replay of one shows where its device calls came.
+tar -czf "$out/runs_and_logs.tar.gz" -C "$work" runs logs $(cd "$work" && ls -- *.mrt 2>/dev/null)
 exit $status

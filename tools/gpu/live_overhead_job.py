@@ -55,6 +55,16 @@ def allocations_so_far(torch, allocator: str) -> int:
     return torch.cuda.memory_stats()["allocation.all.allocated"]
 
 
+def device_calls_so_far(allocator: str) -> int | None:
+    """The policy's device calls (None under torch's own allocator, whose calls are not counted
+    this way): where a policy calls the device during the profiled steps, their host time has it."""
+    if not allocator.startswith("policy:"):
+        return None
+    import memreplay.torch
+
+    return memreplay.torch.live_stats()["device_calls"]
+
+
 def allocation_cost(torch) -> dict:
     torch.utils.deterministic.fill_uninitialized_memory = False
     sizes = [512, 4096, 65536, 1 << 20, 8 << 20, 64 << 20]
@@ -84,10 +94,17 @@ def run(workload: str, allocator: str, result_path: str, trace: str | None) -> N
         times.append(time.perf_counter() - t0)
         float(value.item())
     allocs_per_step = (allocations_so_far(torch, allocator) - allocations_before) / job.STEPS
+    calls = [device_calls_so_far(allocator)]
     kernels, cpu_ops = profiled_steps(torch, step, job.WARMUP_STEPS + job.STEPS)
+    calls.append(device_calls_so_far(allocator))
+    if trace:  # the trace ends here: the allocation-cost loop below is not the workload
+        import memreplay.torch
+
+        memreplay.torch.finish_trace()
     result = {"workload": workload, "allocator": allocator, "step_s": times[job.WARMUP_STEPS:],
               "median_step_s": statistics.median(times[job.WARMUP_STEPS:]), "allocs_per_step": allocs_per_step,
-              "kernel_us": kernels, "cpu_ops_us": cpu_ops, "alloc_ns": allocation_cost(torch)}
+              "kernel_us": kernels, "cpu_ops_us": cpu_ops, "alloc_ns": allocation_cost(torch),
+              "device_calls_before_and_after_profiled_steps": calls}
     with open(result_path, "w") as f:
         json.dump(result, f)
 
