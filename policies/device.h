@@ -111,6 +111,9 @@ class Device {
 
   // Physical allocation granularity for map() (2 MiB on current NVIDIA GPUs).
   virtual uint64_t granularity() const = 0;
+  // False where what a policy unmaps or frees stays held anyway (a private pool's device while the
+  // pool lives, policies/private_pools.h): moving pages there saves nothing.
+  virtual bool gives_back() const { return true; }
   // Memory of the whole device (cudaDeviceProp::totalGlobalMem).
   uint64_t total_memory() const { return total_memory_; }
   // The per-process cap in bytes (set_per_process_memory_fraction), if one is set.

@@ -40,6 +40,7 @@ class PoolDevice final : public Device {
   void give_back();
 
   uint64_t granularity() const override { return device_.granularity(); }
+  bool gives_back() const override { return false; }
 
  private:
   std::optional<uint64_t> do_malloc(uint64_t bytes) override;

@@ -213,6 +213,7 @@ class MemreplayPolicy final : public Policy {
   // where it is (rule 3): mapping up to a reserved peak already reached does not raise it. Under a
   // capacity the line is the budget, so that what fits under a cap does not change.
   uint64_t reclaim_line(uint64_t limit) const {
+    if (!device_.gives_back()) return UINT64_MAX;  // a private pool's pages stay held: moving adds pages
     if (device_.capacity()) return limit;
     return std::max({limit, requested_high_water_ + requested_high_water_ / kReclaimDivisor, mapped_high_water_});
   }
