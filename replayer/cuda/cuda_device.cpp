@@ -81,6 +81,14 @@ CudaDevice::~CudaDevice() { release_everything(); }
 
 std::optional<uint64_t> CudaDevice::do_malloc(uint64_t bytes) {
   void* pointer = nullptr;
+  // A live job may be capturing a CUDA graph on this thread: in the default (global) capture mode
+  // cudaMalloc would invalidate the capture, so it runs in relaxed mode, as PyTorch's allocator's
+  // does (a captured graph never replays a cudaMalloc; the memory stays its pool's).
+  struct RelaxedCapture {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RelaxedCapture() { CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&mode)); }
+    ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode); }
+  } relaxed;
   if (!CUDA_TRY_ALLOC(cudaMalloc(&pointer, bytes))) return std::nullopt;
   const uint64_t address = as_address(pointer);
   malloced_.emplace(address, bytes);

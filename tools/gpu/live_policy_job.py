@@ -133,7 +133,9 @@ def graphs_workload(torch):
     generator = torch.Generator(device="cpu").manual_seed(4)
     inputs = [torch.randn(256, 1024, generator=generator) for _ in range(4)]
     targets = [torch.randn(256, 1024, generator=generator) for _ in range(4)]
-    state = {"x": torch.zeros(256, 1024, device="cuda"), "y": torch.zeros(256, 1024, device="cuda"), "kept": []}
+    # The model and the optimizer live as long as the graphs: a replay writes their memory.
+    state = {"x": torch.zeros(256, 1024, device="cuda"), "y": torch.zeros(256, 1024, device="cuda"), "kept": [],
+             "model": model, "optimizer": optimizer}
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph's docs ask
