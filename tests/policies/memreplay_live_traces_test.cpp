@@ -184,6 +184,17 @@ TEST_P(MemreplayLiveTargets, ReservedCallsAndSteadyState) {
 INSTANTIATE_TEST_SUITE_P(LivePolicyTraces, MemreplayLiveTargets, ::testing::ValuesIn(live_traces()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// The device calls of the memreplay policy on events held in memory, replayed on the simulator.
+uint64_t memreplay_calls(const std::vector<Event>& trace) {
+  SimDevice device(SimDevice::Options{});
+  const auto policy = PolicyRegistry::instance().create("memreplay", device);
+  ReplaySession session(*policy, device, ReplayOptions{});
+  session.feed_batch(trace, 0);
+  const ReplayMetrics metrics = session.finish();
+  EXPECT_FALSE(metrics.oom_at_event);
+  return metrics.device_alloc_calls + metrics.device_free_calls;
+}
+
 // gpt's trace with one request more every 10 steps of its periodic part from its tenth on (4
 // bytes, freed at once, 100 allocations into the step: a metric logged now and then) makes the device calls the trace
 // itself makes: the plan waits a request for such a one (docs/memreplay-policy.md, rule 5). When
@@ -213,16 +224,7 @@ TEST(MemreplayLiveTraces, ARequestMoreEveryTenStepsCostsNoCall) {
     }
   }
   ASSERT_GE(extras, 5u);
-  const auto calls = [](const std::vector<Event>& trace) {
-    SimDevice device(SimDevice::Options{});
-    const auto policy = PolicyRegistry::instance().create("memreplay", device);
-    ReplaySession session(*policy, device, ReplayOptions{});
-    session.feed_batch(trace, 0);
-    const ReplayMetrics metrics = session.finish();
-    EXPECT_FALSE(metrics.oom_at_event);
-    return metrics.device_alloc_calls + metrics.device_free_calls;
-  };
-  EXPECT_EQ(calls(deviating), calls(events));
+  EXPECT_EQ(memreplay_calls(deviating), memreplay_calls(events));
 }
 
 // gpt's trace with the step's loss (the one block of its period that outlives the period) held
@@ -287,16 +289,7 @@ TEST(MemreplayLiveTraces, ABlockHeldLongerThanItsPeriodCostsNoCall) {
     deviating.push_back(event);
   }
   ASSERT_TRUE(freed_before.empty());
-  const auto calls = [](const std::vector<Event>& trace) {
-    SimDevice device(SimDevice::Options{});
-    const auto policy = PolicyRegistry::instance().create("memreplay", device);
-    ReplaySession session(*policy, device, ReplayOptions{});
-    session.feed_batch(trace, 0);
-    const ReplayMetrics metrics = session.finish();
-    EXPECT_FALSE(metrics.oom_at_event);
-    return metrics.device_alloc_calls + metrics.device_free_calls;
-  };
-  EXPECT_EQ(calls(deviating), calls(events));
+  EXPECT_EQ(memreplay_calls(deviating), memreplay_calls(events));
 }
 
 }  // namespace

@@ -181,6 +181,21 @@ class LiveAllocatorReplay : public ::testing::TestWithParam<std::string>, protec
   void TearDown() override { remove_dir(); }
 };
 
+// A simulator replay of the run's trace under `spec` gives the run's own figures.
+void expect_replay_gives(const std::string& trace_path, const std::string& spec,
+                         std::map<std::string, uint64_t>& live) {
+  ReplayOptions replay;
+  replay.trace_path = trace_path;
+  replay.policy_spec = spec;
+  const ReplayMetrics metrics = run_replay(replay);
+  EXPECT_EQ(metrics.reserved_peak, live["reserved_bytes.all.peak"]);
+  EXPECT_EQ(metrics.allocated_peak, live["allocated_bytes.all.peak"]);
+  EXPECT_EQ(metrics.device_alloc_calls, live["num_device_alloc"]);
+  EXPECT_EQ(metrics.device_free_calls, live["num_device_free"]);
+  EXPECT_EQ(total_device_calls(metrics), live["device_calls"]);
+  EXPECT_EQ(metrics.ooms, live["num_ooms"]);
+}
+
 TEST_P(LiveAllocatorReplay, ASimulatorReplayOfTheRunsTraceMakesTheSameCalls) {
   const std::string spec = GetParam();
   const std::string trace_path = path("live.mrt");
@@ -210,16 +225,7 @@ TEST_P(LiveAllocatorReplay, ASimulatorReplayOfTheRunsTraceMakesTheSameCalls) {
     ASSERT_TRUE(trace.close());
     EXPECT_EQ(trace.dropped(), 0u);
   }
-  ReplayOptions replay;
-  replay.trace_path = trace_path;
-  replay.policy_spec = spec;
-  const ReplayMetrics metrics = run_replay(replay);
-  EXPECT_EQ(metrics.reserved_peak, live["reserved_bytes.all.peak"]);
-  EXPECT_EQ(metrics.allocated_peak, live["allocated_bytes.all.peak"]);
-  EXPECT_EQ(metrics.device_alloc_calls, live["num_device_alloc"]);
-  EXPECT_EQ(metrics.device_free_calls, live["num_device_free"]);
-  EXPECT_EQ(total_device_calls(metrics), live["device_calls"]);
-  EXPECT_EQ(metrics.ooms, live["num_ooms"]);
+  expect_replay_gives(trace_path, spec, live);
 }
 
 // CUDA graphs captured into private pools, eager work between, each pool released when its graph
@@ -273,15 +279,7 @@ TEST_P(LiveAllocatorReplay, AGraphPoolsRunReplaysToTheSameCalls) {
     ASSERT_TRUE(trace.close());
     EXPECT_EQ(trace.dropped(), 0u);
   }
-  ReplayOptions replay;
-  replay.trace_path = trace_path;
-  replay.policy_spec = spec;
-  const ReplayMetrics metrics = run_replay(replay);
-  EXPECT_EQ(metrics.reserved_peak, live["reserved_bytes.all.peak"]);
-  EXPECT_EQ(metrics.allocated_peak, live["allocated_bytes.all.peak"]);
-  EXPECT_EQ(metrics.device_alloc_calls, live["num_device_alloc"]);
-  EXPECT_EQ(metrics.device_free_calls, live["num_device_free"]);
-  EXPECT_EQ(total_device_calls(metrics), live["device_calls"]);
+  expect_replay_gives(trace_path, spec, live);
   EXPECT_GT(live["num_device_free"], 0u) << "the released pools gave nothing back";
 }
 
