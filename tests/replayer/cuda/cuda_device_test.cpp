@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "replayer/cuda/cuda_device.h"
+#include "replayer/live/cuda_stream_order.h"
 #endif
 
 namespace memreplay {
@@ -164,6 +165,44 @@ TEST(CudaDevice, MapAndUnmapPages) {
   device->release_address(*base, 8 * page);
   EXPECT_EQ(c.reserve_calls, 1u);
   EXPECT_EQ(c.release_calls, 1u);
+}
+
+// A live job may grow its allocator while it captures a CUDA graph: a cudaMalloc, and a map of new
+// pages, made during a capture in the default (global) mode leave the capture valid, and a stream
+// order wait of the capturing stream on a stream outside the capture is left out of it.
+TEST(CudaDevice, GrowingDuringAGraphCaptureLeavesTheCaptureValid) {
+  SKIP_WITHOUT_GPU();
+  auto device = make_device();
+  cudaStream_t capturing = nullptr, other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  const uint64_t page = device->granularity();
+  const auto base = device->reserve_address(4 * page);
+  ASSERT_TRUE(base);
+  CudaStreamOrder order;
+  ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal), cudaSuccess);
+  const auto block = device->malloc(8 * kMiB);
+  ASSERT_TRUE(block);
+  ASSERT_TRUE(device->map(*base, 2 * page));
+  order.wait(reinterpret_cast<StreamId>(capturing), reinterpret_cast<StreamId>(other));
+  EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(*block), 1, 8 * kMiB, capturing), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(*base), 2, 2 * page, capturing), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess) << "the capture was invalidated";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, capturing), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(capturing), cudaSuccess);
+  unsigned char first = 0;
+  EXPECT_EQ(cudaMemcpy(&first, reinterpret_cast<void*>(*base), 1, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(first, 2);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  EXPECT_TRUE(device->free(*block));
+  device->unmap(*base, 2 * page);
+  device->release_address(*base, 4 * page);
+  cudaStreamDestroy(capturing);
+  cudaStreamDestroy(other);
 }
 
 TEST(CudaDevice, CapacityIsEnforcedWithoutCallingTheDriver) {
