@@ -272,6 +272,17 @@ void memreplay_alloc_release_pool(uint32_t pool) {
     guarded([&] { return allocator->release_pool(static_cast<PoolId>(pool)), 0; }, 0);
 }
 
+void memreplay_alloc_name_pool(uint32_t pool, uint64_t torch_id_first, uint64_t torch_id_second, const char* kind) {
+  if (LiveAllocator* allocator = g_allocator.load(); allocator != nullptr && pool >= 1 && pool <= UINT16_MAX)
+    guarded(
+        [&] {
+          return allocator->name_pool(static_cast<PoolId>(pool), {torch_id_first, torch_id_second},
+                                      kind == nullptr ? "" : kind),
+                 0;
+        },
+        0);
+}
+
 int memreplay_alloc_record_stream(void* ptr, void* stream) {
   LiveAllocator* allocator = g_allocator.load(std::memory_order_acquire);
   if (allocator == nullptr) return 0;

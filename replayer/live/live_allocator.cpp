@@ -84,6 +84,11 @@ void LiveAllocator::empty_cache() {
   if (observer_) observer_->on_empty_cache();
 }
 
+void LiveAllocator::name_pool(PoolId pool, std::pair<uint64_t, uint64_t> torch_id, std::string_view kind) {
+  const std::lock_guard lock(mutex_);
+  if (observer_) observer_->on_name_pool(pool, torch_id, kind);
+}
+
 void LiveAllocator::release_pool(PoolId pool) {
   const std::lock_guard lock(mutex_);
   policy_->release_pool(pool);

@@ -49,6 +49,9 @@ class LiveAllocator {
   // torch's Tensor.record_stream: `stream` uses the block too; its free waits for that stream's work.
   bool record_stream(uint64_t address, StreamId stream);
   void empty_cache();
+  // Private pool `pool` is PyTorch's `torch_id` of `kind` (AllocationObserver::on_name_pool): for
+  // the run's trace, before the pool's first allocation.
+  void name_pool(PoolId pool, std::pair<uint64_t, uint64_t> torch_id, std::string_view kind);
   // A private pool (a CUDA graph's or a MemPool's) is gone: its cached memory may go back.
   void release_pool(PoolId pool);
 

@@ -42,6 +42,15 @@ void LiveTrace::on_free(uint64_t address, uint64_t requested, StreamId stream, P
 
 void LiveTrace::on_empty_cache() { record(MEMREPLAY_EMPTY_CACHE, 0, 0, 0, 0); }
 
+void LiveTrace::on_name_pool(PoolId pool, std::pair<uint64_t, uint64_t> torch_id, std::string_view kind) {
+  if (closed_) return;
+  const std::string id = std::to_string(pool);
+  const std::string torch = std::to_string(torch_id.first) + "," + std::to_string(torch_id.second);
+  const std::string kind_text(kind);
+  const char* pairs[] = {"pool", id.c_str(), "torch_pool_id", torch.c_str(), "kind", kind_text.c_str()};
+  library_->annotate(recorder_, device_, pairs, 3);
+}
+
 void LiveTrace::on_release_pool(PoolId pool) { record(MEMREPLAY_SEGMENT_FREE, 0, 0, 0, pool); }
 
 void LiveTrace::on_oom(uint64_t requested, StreamId stream, uint64_t free_bytes) {

@@ -1,8 +1,9 @@
 // LiveTrace: the trace of a run under a live policy, written through libmemreplay_record.so (its C
 // API, loaded at run time as the PyTorch tracker loads it, so this library carries no recording
 // core of its own): the job's alloc, free_requested + free_completed (one moment: the block went
-// back to the policy), empty_cache and oom events, with their streams and pools, and a private
-// pool's release as a segment_free of that pool (address 0), as a replay reads a snapshot's. A simulator replay
+// back to the policy), empty_cache and oom events, with their streams and pools, each private pool
+// announced as the PyTorch tracker announces it (an annotation: pool, torch_pool_id, kind), and a
+// private pool's release as a segment_free of that pool (address 0), as a replay reads a snapshot's. A simulator replay
 // of it with the same policy (`memreplay replay T.mrt --policy SPEC`) makes the same decisions.
 #pragma once
 
@@ -40,6 +41,7 @@ class LiveTrace final : public AllocationObserver {
   void on_alloc(uint64_t address, uint64_t requested, StreamId stream, PoolId pool) override;
   void on_free(uint64_t address, uint64_t requested, StreamId stream, PoolId pool) override;
   void on_empty_cache() override;
+  void on_name_pool(PoolId pool, std::pair<uint64_t, uint64_t> torch_id, std::string_view kind) override;
   void on_release_pool(PoolId pool) override;
   void on_oom(uint64_t requested, StreamId stream, uint64_t free_bytes) override;
 

@@ -43,6 +43,10 @@ MEMREPLAY_ALLOC_API void memreplay_alloc_free(void* ptr, ssize_t size, int devic
 /* An allocation in private pool `pool` (1..65535: a CUDA graph's or a MemPool's, numbered by the caller). */
 MEMREPLAY_ALLOC_API void* memreplay_alloc_malloc_in_pool(ssize_t size, int device, void* stream, uint32_t pool);
 MEMREPLAY_ALLOC_API void memreplay_alloc_release_pool(uint32_t pool);
+/* Names private pool `pool` in the run's trace, before its first allocation: PyTorch's MempoolId_t
+ * (torch_id_first, torch_id_second) and kind ("graph" or "mempool", as the PyTorch tracker names them). */
+MEMREPLAY_ALLOC_API void memreplay_alloc_name_pool(uint32_t pool, uint64_t torch_id_first, uint64_t torch_id_second,
+                                                   const char* kind);
 /* Tensor.record_stream: the block's free waits for `stream`'s work too. 0 for an unknown ptr. */
 MEMREPLAY_ALLOC_API int memreplay_alloc_record_stream(void* ptr, void* stream);
 /* torch.cuda.empty_cache(). */

@@ -8,9 +8,11 @@
 
 #include "base/units.h"
 #include "policies/registry.h"
+#include "proto/trace_reader.h"
 #include "replayer/live/live_trace.h"
 #include "replayer/replay_runner.h"
 #include "replayer/sim/sim_device.h"
+#include "replayer/trace_summary.h"
 #include "tests/replayer/live/fake_stream_order.h"
 #include "tests/support/test_support.h"
 
@@ -246,6 +248,10 @@ TEST_P(LiveAllocatorReplay, AGraphPoolsRunReplaysToTheSameCalls) {
     std::map<PoolId, std::vector<uint64_t>> outputs;  // each graph's blocks still live
     const auto some_bytes = [&] { return random() % 5 == 0 ? 8_MiB + random() % 56_MiB : 512 + random() % 4_MiB; };
     for (PoolId pool = 1; pool <= 6; ++pool) {
+      // As the extension names them: a capture's own pool (N, 0), or a shared graph_pool_handle() (0, N).
+      allocator->name_pool(
+          pool, pool % 3 == 0 ? std::pair<uint64_t, uint64_t>{0, pool} : std::pair<uint64_t, uint64_t>{pool, 0},
+          pool % 3 == 0 ? "mempool" : "graph");
       for (int i = 0; i < 300; ++i) {  // eager work
         if (random() % 100 < 55 || eager.empty()) {
           if (const auto block = allocator->allocate(some_bytes(), kStreamA)) eager.push_back(*block);
@@ -281,6 +287,16 @@ TEST_P(LiveAllocatorReplay, AGraphPoolsRunReplaysToTheSameCalls) {
   }
   expect_replay_gives(trace_path, spec, live);
   EXPECT_GT(live["num_device_free"], 0u) << "the released pools gave nothing back";
+  // The trace names each pool as the PyTorch tracker would (what `memreplay info` lists).
+  TraceReader reader(trace_path);
+  const TraceSummary summary = summarize_trace(reader, 0);
+  ASSERT_EQ(summary.pools.size(), 6u);
+  for (const PoolName& pool : summary.pools) {
+    const bool shared = pool.id % 3 == 0;
+    EXPECT_EQ(pool.kind, shared ? "mempool" : "graph") << "pool " << pool.id;
+    EXPECT_EQ(pool.torch_id_first, shared ? 0u : pool.id) << "pool " << pool.id;
+    EXPECT_EQ(pool.torch_id_second, shared ? pool.id : 0u) << "pool " << pool.id;
+  }
 }
 
 // A capped run records its cap in the trace header: its replay, given no capacity, runs under it

@@ -37,6 +37,7 @@ struct AllocLibrary {
   decltype(&memreplay_alloc_empty_cache) empty_cache = nullptr;
   decltype(&memreplay_alloc_set_memory_fraction) set_memory_fraction = nullptr;
   decltype(&memreplay_alloc_release_pool) release_pool = nullptr;
+  decltype(&memreplay_alloc_name_pool) name_pool = nullptr;
   decltype(&memreplay_alloc_last_error) last_error = nullptr;
 };
 AllocLibrary g_lib;
@@ -64,8 +65,12 @@ std::map<c10::cuda::MempoolId_t, uint32_t> g_pool_uses;
 std::vector<ActivePool> g_active_pools;
 std::atomic<size_t> g_active_count{0};  // g_active_pools.size(), read without the lock
 
+// A pool's id, numbered in the order pools first appear; a new one is named in the run's trace
+// as the PyTorch tracker names pools (tracker.cpp): "graph" for a capture's own pool (N, 0),
+// "mempool" for graph_pool_handle() and MemPool ids (0, N).
 uint32_t pool_id(c10::cuda::MempoolId_t mempool) {
   const auto [it, inserted] = g_pool_ids.try_emplace(mempool, static_cast<uint32_t>(g_pool_ids.size() + 1));
+  if (inserted) g_lib.name_pool(it->second, mempool.first, mempool.second, mempool.second == 0 ? "graph" : "mempool");
   return it->second;
 }
 
@@ -110,6 +115,7 @@ void load(const std::string& path) {
   find(library, path, lib.empty_cache, "memreplay_alloc_empty_cache");
   find(library, path, lib.set_memory_fraction, "memreplay_alloc_set_memory_fraction");
   find(library, path, lib.release_pool, "memreplay_alloc_release_pool");
+  find(library, path, lib.name_pool, "memreplay_alloc_name_pool");
   find(library, path, lib.last_error, "memreplay_alloc_last_error");
   g_lib = lib;
 }
