@@ -17,16 +17,11 @@ workloads=("$@")
 [ ${#workloads[@]} -gt 0 ] || workloads=(gpt resnet18 vit_infer)
 work=$(mktemp -d /tmp/memreplay-overhead.XXXXXX)
 mkdir -p "$work/runs" "$work/logs" "$out"
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-export MEMREPLAY_ALLOC_LIB="$PWD/$build/live-libs/libmemreplay_alloc.so"
-export MEMREPLAY_RECORD_LIB="$PWD/$build/recorder/live/libmemreplay_record.so"
-export MEMREPLAY_SOURCE_DIR="$PWD"
-export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$work/torch-extensions}
-export CUBLAS_WORKSPACE_CONFIG=:4096:8
-python=${PYTHON:-python3}
+source tools/gpu/live_env.sh
+live_env "$build" "$work"
 job="$PWD/tools/gpu/live_overhead_job.py"
 read -r -a policies <<<"${LIVE_POLICIES:-memreplay bfc:allow_growth:True}"
-"$python" -c 'from memreplay.torch import _live; _live._extension()' >"$work/logs/extension.log" 2>&1 ||
+live_extension "$work/logs/extension.log" ||
   echo "the extension did not build (logs/extension.log)"
 status=0
 for repeat in $(seq 1 "${LIVE_REPEATS:-3}"); do

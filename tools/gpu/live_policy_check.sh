@@ -67,14 +67,9 @@ mkdir -p "$results"
 # live-libs goes on the library path of the memreplay CLI only: the jobs keep this machine's own
 # zstd and lzma (libmemreplay_alloc.so finds its libraries beside it, through its run path).
 cli_libs="$PWD/$build/live-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-export MEMREPLAY_ALLOC_LIB="$PWD/$build/live-libs/libmemreplay_alloc.so"
-export MEMREPLAY_RECORD_LIB="$PWD/$build/recorder/live/libmemreplay_record.so"
-export MEMREPLAY_SOURCE_DIR="$PWD"
-export TORCH_EXTENSIONS_DIR="$work/torch-extensions"
-export CUBLAS_WORKSPACE_CONFIG=:4096:8  # deterministic cuBLAS
+source tools/gpu/live_env.sh
+live_env "$build" "$work"
 memreplay="$PWD/$build/tools/memreplay"
-python=${PYTHON:-python3}
 job="$PWD/tools/gpu/live_policy_job.py"
 # bfc with allow_growth: by default it takes the whole device at its first request, which on a live
 # GPU leaves nothing to the CUDA context and cuBLAS (and lands where the driver lets it: a replay
@@ -86,7 +81,7 @@ progress() { echo "[live_policy_check +$(($(date +%s) - started))s] $*"; }
 progress "host: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1);" \
   "$("$python" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)' 2>&1)"
 progress "building the allocator extension against this torch"
-if ! "$python" -c 'from memreplay.torch import _live; _live._extension()' >"$out/logs/extension.log" 2>&1; then
+if ! live_extension "$out/logs/extension.log"; then
   progress "the extension did not build: $(tail -3 "$out/logs/extension.log" | tr '\n' ' ')"
   echo "extension build failed (logs/extension.log)" >>"$results/errors.txt"
 fi
