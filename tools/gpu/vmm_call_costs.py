@@ -4,7 +4,11 @@ other dependency), the calls a VMM policy's map and unmap are made of:
     cuMemCreate, cuMemMap, cuMemSetAccess (one page a call, and 16), cuMemUnmap, cuMemRelease,
     and cuMemMap of a handle kept from an earlier mapping (a move that keeps its physical page)
 
-    python3 tools/gpu/vmm_call_costs.py [PAGES]     (default 256 pages, 512 MiB; device 0)
+    python3 tools/gpu/vmm_call_costs.py [PAGES [RESERVE_GIB]]   (default 256 pages, 512 MiB; device 0)
+
+RESERVE_GIB: each range the pages are mapped into is reserved that large (the pages at its start),
+as a policy's arena reserves far more address space than it maps (the memreplay policy: 4 x the
+device's memory); default: just the pages.
 
 Prints one line per call: mean microseconds per page, median of 5 rounds. The figures of one
 H100 are in docs/deploying.md.
@@ -46,6 +50,7 @@ def check(result, what):
 
 def main() -> None:
     pages = int(sys.argv[1]) if len(sys.argv) > 1 else 256
+    reserve_gib = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
     check(cuda.cuInit(0), "cuInit")
     device, context = ctypes.c_int(), ctypes.c_void_p()
     check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
@@ -59,8 +64,10 @@ def main() -> None:
     size = page.value
     access = AccessDesc(Location(1, 0), 3)  # read-write
     base_a, base_b = CUdeviceptr(), CUdeviceptr()
-    check(cuda.cuMemAddressReserve(ctypes.byref(base_a), ctypes.c_size_t(size * pages), 0, 0, 0), "reserve")
-    check(cuda.cuMemAddressReserve(ctypes.byref(base_b), ctypes.c_size_t(size * pages), 0, 0, 0), "reserve")
+    reserved = max(size * pages, int(reserve_gib * 2**30) // size * size)
+    check(cuda.cuMemAddressReserve(ctypes.byref(base_a), ctypes.c_size_t(reserved), 0, 0, 0), "reserve")
+    check(cuda.cuMemAddressReserve(ctypes.byref(base_b), ctypes.c_size_t(reserved), 0, 0, 0), "reserve")
+    print(f"{pages} pages of {size >> 20} MiB, in ranges of {reserved / 2**30:.1f} GiB reserved")
     handles = [ctypes.c_uint64() for _ in range(pages)]
     rounds: dict[str, list[float]] = {}
 
