@@ -65,9 +65,12 @@ def main() -> None:
     access = AccessDesc(Location(1, 0), 3)  # read-write
     base_a, base_b = CUdeviceptr(), CUdeviceptr()
     reserved = max(size * pages, int(reserve_gib * 2**30) // size * size)
+    t0 = time.perf_counter()
     check(cuda.cuMemAddressReserve(ctypes.byref(base_a), ctypes.c_size_t(reserved), 0, 0, 0), "reserve")
+    reserve_us = (time.perf_counter() - t0) * 1e6
     check(cuda.cuMemAddressReserve(ctypes.byref(base_b), ctypes.c_size_t(reserved), 0, 0, 0), "reserve")
-    print(f"{pages} pages of {size >> 20} MiB, in ranges of {reserved / 2**30:.1f} GiB reserved")
+    print(f"{pages} pages of {size >> 20} MiB, in ranges of {reserved / 2**30:.1f} GiB reserved "
+          f"(cuMemAddressReserve: {reserve_us:.0f} us)")
     handles = [ctypes.c_uint64() for _ in range(pages)]
     rounds: dict[str, list[float]] = {}
 
