@@ -2,7 +2,8 @@
 other dependency), the calls a VMM policy's map and unmap are made of:
 
     cuMemCreate, cuMemMap, cuMemSetAccess (one page a call, and 16), cuMemUnmap, cuMemRelease,
-    and cuMemMap of a handle kept from an earlier mapping (a move that keeps its physical page)
+    cuMemMap of a handle kept from an earlier mapping (a move that keeps its physical page), and
+    all five calls for handles of 16 pages each instead of one
 
     python3 tools/gpu/vmm_call_costs.py [PAGES [RESERVE_GIB]]   (default 256 pages, 512 MiB; device 0)
 
@@ -104,6 +105,16 @@ def main() -> None:
         for i in range(pages):
             check(cuda.cuMemUnmap(at(base_b, i), ctypes.c_size_t(size)), "unmap")
         timed("cuMemRelease", [lambda h=h: check(cuda.cuMemRelease(h), "release") for h in handles])
+        # The same bytes as handles of 16 pages each (32 MiB on 2 MiB pages): create, map, access,
+        # unmap and release, per page (a handle can only be unmapped whole).
+        big = [ctypes.c_uint64() for _ in range(pages // 16)]
+        timed("16-page handles: all five calls", [lambda j=j, h=h: (
+            check(cuda.cuMemCreate(ctypes.byref(h), ctypes.c_size_t(16 * size), ctypes.byref(prop), 0), "create"),
+            check(cuda.cuMemMap(at(base_a, 16 * j), ctypes.c_size_t(16 * size), 0, h, 0), "map"),
+            check(cuda.cuMemSetAccess(at(base_a, 16 * j), ctypes.c_size_t(16 * size), ctypes.byref(access), 1),
+                  "access")) for j, h in enumerate(big)] + [lambda j=j, h=h: (
+            check(cuda.cuMemUnmap(at(base_a, 16 * j), ctypes.c_size_t(16 * size)), "unmap"),
+            check(cuda.cuMemRelease(h), "release")) for j, h in enumerate(big)])
     for name, values in rounds.items():
         print(f"{name:36s} {statistics.median(values):8.2f} us per page")
 
