@@ -1,5 +1,5 @@
 // The memreplay policy as the allocator of live PyTorch jobs (tests/data/live_policy/runs: the
-// three workloads of tools/gpu/live_policy_check.sh on an H100, README there): the reserved peak
+// four workloads of tools/gpu/live_policy_check.sh on an H100, CUDA graphs among them, README there): the reserved peak
 // and the device calls each run reported at its end (memreplay.torch.live_stats()) equal a
 // simulator replay of the trace the same run recorded, under the same policy, to the byte. The
 // runs used today's policy: a change to it that changes these replays needs the GPU runs again.
@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/trace_reader.h"
 #include "replayer/replay_runner.h"
+#include "replayer/trace_summary.h"
 #include "tests/support/test_support.h"
 
 namespace memreplay {
@@ -30,7 +32,7 @@ std::vector<std::string> runs() {
 }
 
 TEST(MemreplayLiveRuns, EveryWorkloadHasARun) {
-  EXPECT_EQ(runs(), (std::vector<std::string>{"gpt", "resnet18", "vit_infer"}));
+  EXPECT_EQ(runs(), (std::vector<std::string>{"gpt", "graphs", "resnet18", "vit_infer"}));
 }
 
 class MemreplayLiveRun : public ::testing::TestWithParam<std::string> {};
@@ -51,6 +53,22 @@ TEST_P(MemreplayLiveRun, TheSimulatorReplaysTheRunsOwnFigures) {
   EXPECT_EQ(replay.device_free_calls, live.at("num_device_free").get<uint64_t>());
   EXPECT_EQ(replay.requested_peak, live.at("requested_bytes.all.peak").get<uint64_t>());
   EXPECT_GT(live.at("num_device_alloc").get<uint64_t>(), 0u) << "the run's figures are real: it mapped memory";
+}
+
+// The graphs run's trace says which allocations were the graph's: its one private pool, named as
+// the PyTorch recorder names a capture's own pool, holds the captured step's blocks.
+TEST(MemreplayLiveRuns, TheGraphsRunsTraceNamesItsGraphPool) {
+  TraceReader reader((runs_dir() / "graphs.memreplay.mrt").string());
+  const TraceSummary summary = summarize_trace(reader, 0);
+  ASSERT_EQ(summary.pools.size(), 1u);
+  EXPECT_EQ(summary.pools[0].kind, "graph");
+  EXPECT_EQ(summary.pools[0].torch_id_first, 1u);
+  EXPECT_EQ(summary.pools[0].torch_id_second, 0u);
+  ASSERT_EQ(summary.devices.size(), 1u);
+  const auto pool = summary.devices[0].pools.find(summary.pools[0].id);
+  ASSERT_NE(pool, summary.devices[0].pools.end());
+  EXPECT_GT(pool->second.allocs, 0u);
+  EXPECT_GT(pool->second.peak_requested_bytes, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(LivePolicyRuns, MemreplayLiveRun, ::testing::ValuesIn(runs()),
