@@ -196,12 +196,20 @@ class ContractRun {
 class PolicyContract : public ::testing::TestWithParam<ContractCase> {};
 
 #ifdef MEMREPLAY_EXAMPLE_PLUGIN
-// The C ABI plugins register before the suite is built, so that they run it like any policy.
-[[maybe_unused]] const bool plugins_loaded = [] {
-  load_policy_plugin(MEMREPLAY_EXAMPLE_PLUGIN);
-  load_policy_plugin(std::string(MEMREPLAY_TEST_PLUGIN_DIR) + "/test_plugin_0.so");
-  return true;
+// The C ABI plugins register before the suite is built, so that they run it like any policy. One
+// that cannot be loaded (a test binary carried to another machine without them) fails the test
+// below: thrown from here, it would end the binary before any test ran.
+const std::string plugins_not_loaded = [] {
+  try {
+    load_policy_plugin(MEMREPLAY_EXAMPLE_PLUGIN);
+    load_policy_plugin(std::string(MEMREPLAY_TEST_PLUGIN_DIR) + "/test_plugin_0.so");
+  } catch (const std::exception& error) {
+    return std::string(error.what());
+  }
+  return std::string();
 }();
+
+TEST(PolicyContractPlugins, TheExamplePluginsAreLoaded) { EXPECT_EQ(plugins_not_loaded, ""); }
 #endif
 
 TEST_P(PolicyContract, RandomProgramKeepsTheContractAndRepeatsExactly) {
