@@ -56,4 +56,6 @@ def test_the_recorder_is_part_of_the_package_and_needs_no_extension():
 
     assert native.find_record_library().parent == Path(memreplay.__file__).parent / "lib"
     headers = Path(memreplay.torch.__file__).parent / "csrc"
-    assert {"tracker.cpp", "memreplay_record.h", "memreplay_record_loader.h"} <= {p.name for p in headers.iterdir()}
+    assert {"tracker.cpp", "live_allocator.cpp", "pool_kind.h", "memreplay_record.h", "memreplay_record_loader.h"} <= {
+        p.name for p in headers.iterdir()
+    }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "memreplay_alloc.h"
+#include "pool_kind.h"
 
 namespace py = pybind11;
 
@@ -66,11 +67,10 @@ std::vector<ActivePool> g_active_pools;
 std::atomic<size_t> g_active_count{0};  // g_active_pools.size(), read without the lock
 
 // A pool's id, numbered in the order pools first appear; a new one is named in the run's trace
-// as the PyTorch tracker names pools (tracker.cpp): "graph" for a capture's own pool (N, 0),
-// "mempool" for graph_pool_handle() and MemPool ids (0, N).
+// as the PyTorch tracker names pools (pool_kind.h).
 uint32_t pool_id(c10::cuda::MempoolId_t mempool) {
   const auto [it, inserted] = g_pool_ids.try_emplace(mempool, static_cast<uint32_t>(g_pool_ids.size() + 1));
-  if (inserted) g_lib.name_pool(it->second, mempool.first, mempool.second, mempool.second == 0 ? "graph" : "mempool");
+  if (inserted) g_lib.name_pool(it->second, mempool.first, mempool.second, memreplay_torch::pool_kind(mempool.second));
   return it->second;
 }
 

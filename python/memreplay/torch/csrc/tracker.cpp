@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "memreplay_record_loader.h"
+#include "pool_kind.h"
 
 namespace py = pybind11;
 
@@ -92,8 +93,7 @@ uint32_t kind_of(TraceEntry::Action action) {
 
 // The entry's memory pool as a small id (0: the default pool), where this torch's TraceEntry
 // carries one (mempool_, a MempoolId_t pair). Ids go to pools in the order they first appear;
-// each new one is announced with an annotation (pool, torch_pool_id, kind: "graph" for a capture's
-// own pool (N, 0), "mempool" for torch.cuda.MemPool / graph_pool_handle() (0, N)).
+// each new one is announced with an annotation (pool, torch_pool_id, kind: pool_kind.h).
 template <typename Entry, typename = void>
 struct HasMempool : std::false_type {};
 template <typename Entry>
@@ -114,7 +114,7 @@ uint32_t pool_of(memreplay_recorder* recorder, const Entry& entry) {
     pools[count++] = {first, second};
     const std::string id = std::to_string(count), torch_id = std::to_string(first) + "," + std::to_string(second);
     const char* kv[] = {"pool",           id.c_str(), "torch_pool_id",
-                        torch_id.c_str(), "kind",     second == 0 ? "graph" : "mempool"};
+                        torch_id.c_str(), "kind",     memreplay_torch::pool_kind(second)};
     g_api.annotate(recorder, static_cast<uint32_t>(entry.device_), kv, 3);
     return static_cast<uint32_t>(count);
   } else {
